@@ -1,0 +1,38 @@
+# mcpsidecar build, test and lint. `make test` is the one command that runs
+# every test: unit tests (no Docker, no root needed), then the end-to-end
+# tests against the real Docker engine (build tag `docker`, in e2e/).
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X github.com/mcpsidecar/mcpsidecar/internal/version.Version=$(VERSION)
+BIN       := bin/mcpsidecar
+FUZZTIME  ?= 20s
+export CGO_ENABLED := 0
+
+.PHONY: build test unit e2e fuzz lint bench clean
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsidecar
+
+test: unit fuzz e2e
+
+unit:
+	$(GO) test -count=1 ./...
+
+e2e: build
+	MCPSIDECAR_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags docker -timeout 40m ./e2e/...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzLoadResolve$$' -fuzztime $(FUZZTIME) ./internal/spec/
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) vet -tags docker ./...
+	staticcheck ./...
+	staticcheck -tags docker ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+clean:
+	rm -rf bin
