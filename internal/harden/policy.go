@@ -1,0 +1,63 @@
+// Package harden is the only package that installs restrictions on a
+// process: the Landlock filesystem and network rules, the seccomp filter that
+// forbids process spawning, no_new_privs, and the Go runtime limits matched to
+// the container. A role applies its [Policy] before it does any work. It must
+// not import the spec compiler; the spec compiler produces its [Policy].
+package harden
+
+// Schema is the value of [Policy.Schema] this package understands.
+const Schema = "mcpsidecar.harden/v1"
+
+// Layer names, as used in [Policy.BestEffort] and in error messages.
+const (
+	LayerLandlockFS  = "landlock-fs"  // Landlock filesystem rules
+	LayerLandlockNet = "landlock-net" // Landlock TCP connect/bind rules (ABI >= 4)
+	LayerNoSpawn     = "no-spawn"     // seccomp filter refusing execve/execveat
+	LayerNoUnix      = "no-unix"      // seccomp filter refusing AF_UNIX sockets
+)
+
+// Policy is what one role (agent, sidecar, gateway, probe) locks itself down
+// to. The spec compiler writes it (landlock-policy.json holds one per role);
+// the harness hands it to the container in the MCPSIDECAR_HARDEN_POLICY
+// environment variable as JSON.
+type Policy struct {
+	Schema string `json:"schema"`
+	Role   string `json:"role"`
+
+	Landlock Landlock `json:"landlock"`
+
+	// NoSpawn refuses execve and execveat once the role has started,
+	// unless the spec grants shell_access.
+	NoSpawn bool `json:"no_spawn"`
+	// DenyUnixSockets refuses creating AF_UNIX sockets: Landlock does not
+	// restrict Unix-socket connects below ABI 9.
+	DenyUnixSockets bool `json:"deny_unix_sockets"`
+
+	// BestEffort names layers the spec explicitly accepts as best effort:
+	// if the kernel cannot enforce one, the degradation is reported instead
+	// of stopping the role. Every other layer fails closed.
+	BestEffort []string `json:"best_effort,omitempty"`
+
+	// GoMaxProcs and GoMemLimitBytes match the Go runtime to the
+	// container's CPU and memory limits (0 leaves the runtime default).
+	GoMaxProcs      int   `json:"gomaxprocs,omitempty"`
+	GoMemLimitBytes int64 `json:"gomemlimit_bytes,omitempty"`
+}
+
+// Landlock is the filesystem and network part of a [Policy].
+type Landlock struct {
+	// MinABI is the lowest Landlock ABI that enforces every rule below.
+	MinABI int `json:"min_abi"`
+
+	ReadOnlyDirs   []string `json:"read_only_dirs"`   // read and list, no write, no execute
+	ReadOnlyFiles  []string `json:"read_only_files"`  // e.g. /etc/passwd, /dev/urandom
+	ReadWriteDirs  []string `json:"read_write_dirs"`  // read and write, never execute: /tmp, /sandbox-work, output
+	ReadWriteFiles []string `json:"read_write_files"` // e.g. /dev/null
+	// ExecFiles may be executed (the role's own binary, for a re-exec).
+	ExecFiles []string `json:"exec_files,omitempty"`
+
+	// ConnectTCP and BindTCP are the only TCP ports the role may connect
+	// to and bind, where the kernel's ABI has network rules (>= 4).
+	ConnectTCP []uint16 `json:"connect_tcp"`
+	BindTCP    []uint16 `json:"bind_tcp"`
+}
