@@ -1,0 +1,262 @@
+package dockerx
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/netip"
+	"sort"
+	"strings"
+	"sync/atomic"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+)
+
+// CreateContainer creates c on its first network and connects the others.
+func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (string, error) {
+	cfg, host, netCfg, err := translate(spec)
+	if err != nil {
+		return "", err
+	}
+	res, err := c.api.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Name: spec.Name, Config: cfg, HostConfig: host, NetworkingConfig: netCfg,
+	})
+	if err != nil {
+		return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
+	}
+	for _, a := range spec.Networks[1:] {
+		_, err := c.api.NetworkConnect(ctx, a.Network, client.NetworkConnectOptions{
+			Container: res.ID, EndpointConfig: &network.EndpointSettings{Aliases: a.Aliases},
+		})
+		if err != nil {
+			return res.ID, fmt.Errorf("connecting container %s to network %s: %w", spec.Name, a.Network, err)
+		}
+	}
+	return res.ID, nil
+}
+
+// translate turns a ContainerSpec into the Engine API's three structs.
+func translate(s ContainerSpec) (*container.Config, *container.HostConfig, *network.NetworkingConfig, error) {
+	if len(s.Networks) == 0 {
+		return nil, nil, nil, fmt.Errorf("container %s: no network given", s.Name)
+	}
+	env := make([]string, 0, len(s.Env))
+	for _, e := range s.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	cfg := &container.Config{Image: s.Image, Cmd: s.Cmd, Env: env, User: s.User, WorkingDir: s.WorkingDir, Labels: s.Labels}
+	if s.StopTimeout > 0 {
+		secs := int(s.StopTimeout.Seconds())
+		cfg.StopTimeout = &secs
+	}
+	host, err := hostConfig(s)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	first := s.Networks[0]
+	netCfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		first.Network: {Aliases: first.Aliases},
+	}}
+	return cfg, host, netCfg, nil
+}
+
+func hostConfig(s ContainerSpec) (*container.HostConfig, error) {
+	dns := make([]netip.Addr, 0, len(s.DNS))
+	for _, d := range s.DNS {
+		a, err := netip.ParseAddr(d)
+		if err != nil {
+			return nil, fmt.Errorf("container %s: dns server %q: %w", s.Name, d, err)
+		}
+		dns = append(dns, a)
+	}
+	binds := make([]string, 0, len(s.Mounts))
+	for _, m := range s.Mounts {
+		if strings.ContainsAny(m.Source, ":,") || strings.ContainsAny(m.Target, ":,") {
+			return nil, fmt.Errorf("container %s: mount path %q or %q contains ':' or ','", s.Name, m.Source, m.Target)
+		}
+		mode := "rw"
+		if m.ReadOnly {
+			mode = "ro"
+		}
+		binds = append(binds, m.Source+":"+m.Target+":"+mode)
+	}
+	h := &container.HostConfig{
+		NetworkMode:    container.NetworkMode(s.Networks[0].Network),
+		Binds:          binds,
+		ReadonlyRootfs: s.ReadOnlyRootfs,
+		CapDrop:        s.CapDrop,
+		CapAdd:         s.CapAdd,
+		SecurityOpt:    s.SecurityOpt,
+		Tmpfs:          s.Tmpfs,
+		Sysctls:        s.Sysctls,
+		DNS:            dns,
+		DNSOptions:     s.DNSOptions,
+		ExtraHosts:     s.ExtraHosts,
+		Resources: container.Resources{
+			Memory: s.MemoryBytes, MemorySwap: s.MemorySwapBytes, NanoCPUs: s.NanoCPUs, Ulimits: ulimits(s.Ulimits),
+		},
+	}
+	if s.PidsLimit > 0 {
+		p := s.PidsLimit
+		h.PidsLimit = &p
+	}
+	if s.Init {
+		t := true
+		h.Init = &t
+	}
+	if s.CgroupnsPrivate {
+		h.CgroupnsMode = container.CgroupnsModePrivate
+	}
+	return h, nil
+}
+
+func ulimits(in []Ulimit) []*container.Ulimit {
+	out := make([]*container.Ulimit, 0, len(in))
+	for _, u := range in {
+		out = append(out, &container.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
+	}
+	return out
+}
+
+// StartContainer starts a created container.
+func (c *Client) StartContainer(ctx context.Context, id string) error {
+	if _, err := c.api.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return fmt.Errorf("starting container %s: %w", id, err)
+	}
+	return nil
+}
+
+// InspectContainer reports the container's state and addresses.
+func (c *Client) InspectContainer(ctx context.Context, id string) (ContainerState, error) {
+	res, err := c.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return ContainerState{}, fmt.Errorf("inspecting container %s: %w", id, err)
+	}
+	st := ContainerState{IPs: map[string]string{}}
+	if s := res.Container.State; s != nil {
+		st.Running, st.ExitCode, st.OOMKilled = s.Running, s.ExitCode, s.OOMKilled
+	}
+	if ns := res.Container.NetworkSettings; ns != nil {
+		for name, ep := range ns.Networks {
+			if ep != nil && ep.IPAddress.IsValid() {
+				st.IPs[name] = ep.IPAddress.String()
+			}
+		}
+	}
+	return st, nil
+}
+
+// KillContainer sends signal to the container's init process.
+func (c *Client) KillContainer(ctx context.Context, id, signal string) error {
+	if _, err := c.api.ContainerKill(ctx, id, client.ContainerKillOptions{Signal: signal}); err != nil {
+		return fmt.Errorf("killing container %s: %w", id, err)
+	}
+	return nil
+}
+
+// RemoveContainer force-removes the container; one that is already gone is
+// not an error, so teardown can be repeated.
+func (c *Client) RemoveContainer(ctx context.Context, id string) error {
+	_, err := c.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !IsNotFound(err) {
+		return fmt.Errorf("removing container %s: %w", id, err)
+	}
+	return nil
+}
+
+// ListContainers lists every container, running or not, carrying labels.
+func (c *Client) ListContainers(ctx context.Context, labels map[string]string) ([]Resource, error) {
+	res, err := c.api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: labelFilters(labels)})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	out := make([]Resource, 0, len(res.Items))
+	for _, it := range res.Items {
+		name := ""
+		if len(it.Names) > 0 {
+			name = strings.TrimPrefix(it.Names[0], "/")
+		}
+		out = append(out, Resource{ID: it.ID, Name: name, Labels: it.Labels})
+	}
+	return out, nil
+}
+
+func labelFilters(labels map[string]string) client.Filters {
+	f := client.Filters{}
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if v := labels[k]; v != "" {
+			f.Add("label", k+"="+v)
+		} else {
+			f.Add("label", k)
+		}
+	}
+	return f
+}
+
+// CreateNetwork creates a bridge network.
+func (c *Client) CreateNetwork(ctx context.Context, n NetworkSpec) (string, error) {
+	res, err := c.api.NetworkCreate(ctx, n.Name, client.NetworkCreateOptions{Driver: "bridge", Internal: n.Internal, Labels: n.Labels})
+	if err != nil {
+		return "", fmt.Errorf("creating network %s: %w", n.Name, err)
+	}
+	return res.ID, nil
+}
+
+// RemoveNetwork removes a network; one already gone is not an error.
+func (c *Client) RemoveNetwork(ctx context.Context, id string) error {
+	_, err := c.api.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+	if err != nil && !IsNotFound(err) {
+		return fmt.Errorf("removing network %s: %w", id, err)
+	}
+	return nil
+}
+
+// ListNetworks lists networks carrying labels.
+func (c *Client) ListNetworks(ctx context.Context, labels map[string]string) ([]Resource, error) {
+	res, err := c.api.NetworkList(ctx, client.NetworkListOptions{Filters: labelFilters(labels)})
+	if err != nil {
+		return nil, fmt.Errorf("listing networks: %w", err)
+	}
+	out := make([]Resource, 0, len(res.Items))
+	for _, it := range res.Items {
+		out = append(out, Resource{ID: it.ID, Name: it.Name, Labels: it.Labels})
+	}
+	return out, nil
+}
+
+// PeakMemory follows the container's stats stream. On cgroup v1 the engine
+// reports max_usage (the kernel's own peak); on v2 only the current usage,
+// so the highest sample is kept.
+func (c *Client) PeakMemory(ctx context.Context, id string) func() uint64 {
+	var peak atomic.Uint64
+	res, err := c.api.ContainerStats(ctx, id, client.ContainerStatsOptions{Stream: true})
+	if err != nil {
+		return peak.Load
+	}
+	go followStats(res.Body, &peak)
+	return peak.Load
+}
+
+func followStats(body io.ReadCloser, peak *atomic.Uint64) {
+	defer body.Close()
+	dec := json.NewDecoder(body)
+	for {
+		var s container.StatsResponse
+		if err := dec.Decode(&s); err != nil {
+			return // EOF when the container stops, or ctx ended
+		}
+		for _, v := range []uint64{s.MemoryStats.MaxUsage, s.MemoryStats.Usage} {
+			if v > peak.Load() {
+				peak.Store(v)
+			}
+		}
+	}
+}

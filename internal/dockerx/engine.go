@@ -1,0 +1,46 @@
+package dockerx
+
+import (
+	"context"
+	"io"
+)
+
+// Engine is the narrow set of Docker operations the harness uses. [Client]
+// implements it against a real daemon; tests substitute a fake.
+type Engine interface {
+	Version(ctx context.Context) (EngineVersion, error)
+
+	InspectImage(ctx context.Context, ref string) (ImageInfo, bool, error)
+	// BuildImage runs the classic builder (no BuildKit session needed).
+	BuildImage(ctx context.Context, img ImageFiles) error
+	// ImportImage makes the same image from a root-filesystem tarball,
+	// with no builder at all.
+	ImportImage(ctx context.Context, img ImageFiles) error
+
+	CreateNetwork(ctx context.Context, n NetworkSpec) (string, error)
+	RemoveNetwork(ctx context.Context, id string) error
+	ListNetworks(ctx context.Context, labels map[string]string) ([]Resource, error)
+
+	CreateContainer(ctx context.Context, c ContainerSpec) (string, error)
+	// WaitContainer must be called before StartContainer so that a fast
+	// exit is not missed; the channel yields the exit code once.
+	WaitContainer(ctx context.Context, id string) <-chan WaitResult
+	StartContainer(ctx context.Context, id string) error
+	// AttachContainer streams the container's stdout and stderr into the
+	// writers until it exits or ctx ends; call it before StartContainer.
+	AttachContainer(ctx context.Context, id string, stdout, stderr io.Writer) (done <-chan error, err error)
+	Logs(ctx context.Context, id string, stdout, stderr io.Writer) error
+	InspectContainer(ctx context.Context, id string) (ContainerState, error)
+	KillContainer(ctx context.Context, id, signal string) error
+	RemoveContainer(ctx context.Context, id string) error
+	ListContainers(ctx context.Context, labels map[string]string) ([]Resource, error)
+	// PeakMemory follows the container's memory statistics until it exits
+	// or ctx ends; the returned function reports the highest usage seen.
+	PeakMemory(ctx context.Context, id string) func() uint64
+}
+
+// WaitResult is the end of a container: its exit code or why waiting failed.
+type WaitResult struct {
+	ExitCode int
+	Err      error
+}

@@ -1,0 +1,137 @@
+package dockerx
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Redacted replaces a secret value wherever a [ContainerSpec] is written out.
+const Redacted = "<redacted>"
+
+// NetworkSpec describes one network to create.
+type NetworkSpec struct {
+	Name     string            `json:"name"`
+	Internal bool              `json:"internal"` // no route out of the host
+	Labels   map[string]string `json:"labels"`
+}
+
+// EnvVar is one environment variable of a container. A Secret value (one
+// forwarded from the host) is sent to the engine but never serialised.
+type EnvVar struct {
+	Name   string
+	Value  string
+	Secret bool
+}
+
+// MarshalJSON writes the variable with its value redacted when it is secret,
+// so plans and metadata can be written to artifacts without leaking keys.
+func (e EnvVar) MarshalJSON() ([]byte, error) {
+	v := e.Value
+	if e.Secret {
+		v = Redacted
+	}
+	return json.Marshal(struct {
+		Name   string `json:"name"`
+		Value  string `json:"value"`
+		Secret bool   `json:"secret,omitempty"`
+	}{e.Name, v, e.Secret})
+}
+
+// Mount is a bind mount of a host path.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	ReadOnly bool   `json:"read_only"`
+}
+
+// Ulimit is one resource limit (RLIMIT_*) of a container.
+type Ulimit struct {
+	Name string `json:"name"`
+	Soft int64  `json:"soft"`
+	Hard int64  `json:"hard"`
+}
+
+// Attachment connects a container to a network under some aliases.
+type Attachment struct {
+	Network string   `json:"network"`
+	Aliases []string `json:"aliases"`
+}
+
+// ContainerSpec is everything the engine needs to create one container.
+type ContainerSpec struct {
+	Name       string            `json:"name"`
+	Image      string            `json:"image"`
+	Cmd        []string          `json:"cmd"`
+	Env        []EnvVar          `json:"env"`
+	User       string            `json:"user"`
+	WorkingDir string            `json:"working_dir,omitempty"`
+	Labels     map[string]string `json:"labels"`
+	// Networks: the first is the one the container is created on; the
+	// rest are connected before it starts.
+	Networks []Attachment `json:"networks"`
+
+	ReadOnlyRootfs  bool              `json:"read_only_rootfs"`
+	CapDrop         []string          `json:"cap_drop"`
+	CapAdd          []string          `json:"cap_add"`
+	SecurityOpt     []string          `json:"security_opt"`
+	Tmpfs           map[string]string `json:"tmpfs"`
+	Mounts          []Mount           `json:"mounts"`
+	Init            bool              `json:"init"`
+	CgroupnsPrivate bool              `json:"cgroupns_private"`
+	PidsLimit       int64             `json:"pids_limit"`
+	MemoryBytes     int64             `json:"memory_bytes"`
+	MemorySwapBytes int64             `json:"memory_swap_bytes"`
+	NanoCPUs        int64             `json:"nano_cpus"`
+	Ulimits         []Ulimit          `json:"ulimits"`
+	Sysctls         map[string]string `json:"sysctls"`
+	DNS             []string          `json:"dns"`
+	DNSOptions      []string          `json:"dns_options"`
+	ExtraHosts      []string          `json:"extra_hosts"`
+	StopTimeout     time.Duration     `json:"stop_timeout_ns"`
+}
+
+// Resource is a container or network found by label.
+type Resource struct {
+	ID     string            `json:"id"`
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+// ContainerState is what the harness needs to know about a container.
+type ContainerState struct {
+	Running   bool
+	ExitCode  int
+	OOMKilled bool
+	// IPs maps network name to the container's IPv4 address on it.
+	IPs map[string]string
+}
+
+// EngineVersion identifies the daemon.
+type EngineVersion struct {
+	Version    string `json:"version"`
+	APIVersion string `json:"api_version"`
+}
+
+// ImageInfo describes an image present on the engine.
+type ImageInfo struct {
+	ID   string `json:"id"`
+	Size int64  `json:"size"`
+}
+
+// File is one regular file of an image (a build context or a root filesystem).
+type File struct {
+	Name string // path inside the image, without a leading slash
+	Mode int64
+	Data []byte
+}
+
+// ImageFiles is what an image is made from: the Dockerfile that the classic
+// builder runs, the files it copies, and the Dockerfile's USER and
+// ENTRYPOINT expressed as import changes for the builder-less path.
+type ImageFiles struct {
+	Tag        string
+	Dockerfile []byte
+	Files      []File
+	Changes    []string
+	Labels     map[string]string
+}
