@@ -1,0 +1,171 @@
+package netpolicy
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCompileErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"schema", Config{Schema: "other/v9"}, `schema "other/v9"`},
+		{"domain", Config{AllowedDomains: []string{"ok.test", ".com"}}, "allowed_domains[1]"},
+		{"ip", Config{AllowedIPs: []string{"0177.0.0.1"}}, "allowed_ip_addresses[0]"},
+		{"http port 0", Config{HTTPPorts: []uint16{0}}, "http_ports: port 0"},
+		{"connect port 0", Config{ConnectPorts: []uint16{443, 0}}, "connect_ports: port 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Compile(tt.cfg)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("got %v, want error containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestPorts(t *testing.T) {
+	p, err := Compile(NewConfig(nil, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		port          uint16
+		http, connect bool
+	}{{80, true, false}, {443, true, true}, {8080, false, false}, {22, false, false}}
+	for _, tt := range tests {
+		if got := p.AllowsHTTPPort(tt.port); got != tt.http {
+			t.Errorf("AllowsHTTPPort(%d) = %v, want %v", tt.port, got, tt.http)
+		}
+		if got := p.AllowsConnectPort(tt.port); got != tt.connect {
+			t.Errorf("AllowsConnectPort(%d) = %v, want %v", tt.port, got, tt.connect)
+		}
+	}
+}
+
+func TestEmptyPolicyDeniesEverything(t *testing.T) {
+	p, err := Compile(Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := p.MatchName("example.test"); ok {
+		t.Errorf("MatchName allowed by %q", r)
+	}
+	if p.AllowsHTTPPort(80) || p.AllowsConnectPort(443) {
+		t.Error("empty port lists allowed a port")
+	}
+}
+
+func TestMatchNameMostSpecific(t *testing.T) {
+	p, err := Compile(NewConfig([]string{".test.example", ".a.test.example", "b.a.test.example"}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := map[string]string{
+		"b.a.test.example":   "b.a.test.example",
+		"c.b.a.test.example": ".a.test.example",
+		"a.test.example":     ".a.test.example",
+		"z.test.example":     ".test.example",
+	}
+	for host, want := range tests {
+		t.Run(host, func(t *testing.T) {
+			got, ok := p.MatchName(host)
+			if !ok || got != want {
+				t.Fatalf("got %q, %v; want %q", got, ok, want)
+			}
+		})
+	}
+}
+
+func TestCheckAddrEdges(t *testing.T) {
+	p, err := Compile(NewConfig(nil, []string{"fe80::/64"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		addr   netip.Addr
+		ok     bool
+		reason string
+	}{
+		{netip.Addr{}, false, "invalid address"},
+		{netip.MustParseAddr("fe80::1%eth0"), false, "has a zone"},
+		{netip.MustParseAddr("fe80::1"), true, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.addr.String(), func(t *testing.T) {
+			_, reason, ok := p.CheckAddr(tt.addr)
+			if ok != tt.ok || !strings.Contains(reason, tt.reason) {
+				t.Fatalf("got %q, %v; want %q, %v", reason, ok, tt.reason, tt.ok)
+			}
+		})
+	}
+}
+
+func TestClassString(t *testing.T) {
+	if got := Class(99).String(); got != "unknown" {
+		t.Errorf("Class(99) = %q", got)
+	}
+	if got := Classify(netip.Addr{}); got != Invalid {
+		t.Errorf("Classify(zero) = %v", got)
+	}
+}
+
+func TestDomainRuleMatches(t *testing.T) {
+	r, err := ParseDomainRule("*.Example.TEST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(DomainRule{Name: "example.test", Subdomains: true}, r); diff != "" {
+		t.Fatalf("mismatch (-want +got):\n%s", diff)
+	}
+	for host, want := range map[string]bool{"example.test": true, "a.example.test": true, "badexample.test": false} {
+		if got := r.Matches(host); got != want {
+			t.Errorf("Matches(%q) = %v, want %v", host, got, want)
+		}
+	}
+}
+
+func TestLoadCorpusCoversEachKind(t *testing.T) {
+	c, err := LoadCorpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, a := range c.Addresses {
+		seen[a.Class] = true
+	}
+	for cl := Public; cl <= Reserved; cl++ {
+		if !seen[cl.String()] {
+			t.Errorf("corpus has no %s address", cl)
+		}
+	}
+}
+
+func FuzzNormalizeHost(f *testing.F) {
+	for _, s := range []string{"example.test", "0x7f.1", "[::1]", "bücher.test", "a..b"} {
+		f.Add(s)
+	}
+	p, err := Compile(NewConfig([]string{".example.test"}, nil))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := NormalizeHost(s)
+		if err != nil {
+			return
+		}
+		again, err := NormalizeHost(n)
+		if err != nil || again != n {
+			t.Fatalf("not idempotent: %q -> %q -> %q, %v", s, n, again, err)
+		}
+		if _, ok := p.MatchName(s); ok && !strings.HasSuffix(n, "example.test") {
+			t.Fatalf("%q (%q) matched .example.test", s, n)
+		}
+	})
+}
