@@ -1,0 +1,161 @@
+package runs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Dir is one run's directory.
+type Dir struct {
+	ID   string // run-<UTC timestamp>[-n], also the Docker label value
+	Path string // absolute path
+	root *os.Root
+}
+
+// MaxCopyBytes bounds one file copied out of a container output directory,
+// so a workload cannot fill the host's disk through the harness.
+const MaxCopyBytes = 64 << 20
+
+// Create makes a new, unique run directory under base/runs. Uniqueness comes
+// from Mkdir failing on an existing name, not from the clock alone.
+func Create(base string, now time.Time) (*Dir, error) {
+	runsDir := filepath.Join(base, "runs")
+	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating runs directory %s: %w", runsDir, err)
+	}
+	abs, err := filepath.Abs(runsDir)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", runsDir, err)
+	}
+	stamp := "run-" + now.UTC().Format("2006-01-02-15-04-05")
+	for n := 1; n < 1000; n++ {
+		id := stamp
+		if n > 1 {
+			id += "-" + strconv.Itoa(n)
+		}
+		p := filepath.Join(abs, id)
+		err := os.Mkdir(p, 0o755)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("creating run directory %s: %w", p, err)
+		}
+		return Open(p)
+	}
+	return nil, fmt.Errorf("creating run directory under %s: too many runs in one second", abs)
+}
+
+// Open opens an existing run directory.
+func Open(path string) (*Dir, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("resolving %s: %w", path, err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("opening run directory %s: %w", abs, err)
+	}
+	return &Dir{ID: filepath.Base(abs), Path: abs, root: root}, nil
+}
+
+// Close releases the directory handle.
+func (d *Dir) Close() error { return d.root.Close() }
+
+// Write creates name in the run directory with data. It never replaces an
+// existing file and never follows a link (O_EXCL refuses both).
+func (d *Dir) Write(name string, data []byte) error {
+	f, err := d.root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return fmt.Errorf("creating artifact %s: %w", name, err)
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("writing artifact %s: %w", name, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("closing artifact %s: %w", name, err)
+	}
+	return nil
+}
+
+// WriteJSON writes v indented, with a trailing newline.
+func (d *Dir) WriteJSON(name string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding artifact %s: %w", name, err)
+	}
+	return d.Write(name, append(b, '\n'))
+}
+
+// Replace writes name, replacing a file the host wrote earlier (for
+// run-metadata.json, rewritten as phases finish). The new content is written
+// to a fresh temporary name and renamed over the old one inside the root, so
+// a link at name is replaced, never followed.
+func (d *Dir) Replace(name string, data []byte) error {
+	tmp := "." + name + ".tmp"
+	_ = d.root.Remove(tmp)
+	if err := d.Write(tmp, data); err != nil {
+		return err
+	}
+	if err := d.root.Rename(tmp, name); err != nil {
+		return fmt.Errorf("replacing artifact %s: %w", name, err)
+	}
+	return nil
+}
+
+// MkdirOutput creates the output directory of one role, owned by the
+// container's user so the workload (which runs as that unprivileged user)
+// can write there and nowhere else in the run.
+func (d *Dir) MkdirOutput(role string, uid, gid int) (string, error) {
+	if err := d.root.Mkdir(role, 0o700); err != nil {
+		return "", fmt.Errorf("creating output directory %s: %w", role, err)
+	}
+	p := filepath.Join(d.Path, role)
+	if err := d.root.Chown(role, uid, gid); err != nil {
+		// Without root the host cannot chown; opening the mode up is
+		// the only way the container user can write its output.
+		if err := d.root.Chmod(role, 0o777); err != nil {
+			return "", fmt.Errorf("making output directory %s writable: %w", p, err)
+		}
+	}
+	return p, nil
+}
+
+// CopyOut copies role/src, written by a container, to dst in the run
+// directory. The source must be a regular file reached without following a
+// link; anything else is refused with an error naming it.
+func (d *Dir) CopyOut(role, src, dst string) error {
+	sub, err := d.root.OpenRoot(role)
+	if err != nil {
+		return fmt.Errorf("opening output directory %s: %w", role, err)
+	}
+	defer sub.Close()
+	f, err := sub.OpenFile(src, os.O_RDONLY|noFollow|nonBlock, 0)
+	if err != nil {
+		return fmt.Errorf("opening %s/%s: %w", role, src, err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("inspecting %s/%s: %w", role, src, err)
+	}
+	if !st.Mode().IsRegular() {
+		return fmt.Errorf("copying %s/%s: not a regular file (%s)", role, src, st.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxCopyBytes+1))
+	if err != nil {
+		return fmt.Errorf("reading %s/%s: %w", role, src, err)
+	}
+	if len(data) > MaxCopyBytes {
+		return fmt.Errorf("copying %s/%s: larger than %d bytes", role, src, MaxCopyBytes)
+	}
+	return d.Write(dst, data)
+}

@@ -1,0 +1,177 @@
+package runs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func newRun(t *testing.T) *Dir {
+	t.Helper()
+	d, err := Create(t.TempDir(), time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
+}
+
+func TestCreateUnique(t *testing.T) {
+	base := t.TempDir()
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	want := []string{"run-2026-01-02-03-04-05", "run-2026-01-02-03-04-05-2", "run-2026-01-02-03-04-05-3"}
+	for i, w := range want {
+		d, err := Create(base, now)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Close()
+		if d.ID != w {
+			t.Errorf("run %d: got %s, want %s", i, d.ID, w)
+		}
+	}
+}
+
+func TestWriteNeverFollowsOrReplaces(t *testing.T) {
+	d := newRun(t)
+	outside := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(outside, []byte("original"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(d.Path, "answer.txt")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Path, "stdout.txt"), []byte("planted"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"answer.txt", "stdout.txt", "../escape.txt"} {
+		t.Run(name, func(t *testing.T) {
+			if err := d.Write(name, []byte("host")); err == nil {
+				t.Errorf("Write(%s) succeeded, want refusal", name)
+			}
+		})
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "original" {
+		t.Errorf("file outside the run changed to %q", b)
+	}
+}
+
+func TestReplaceDoesNotFollowLink(t *testing.T) {
+	d := newRun(t)
+	outside := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(outside, []byte("original"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(d.Path, MetadataFile)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Replace(MetadataFile, []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(outside); string(b) != "original" {
+		t.Errorf("file outside the run changed to %q", b)
+	}
+	if b, _ := os.ReadFile(filepath.Join(d.Path, MetadataFile)); string(b) != "{}" {
+		t.Errorf("got %q, want {}", b)
+	}
+}
+
+func TestCopyOut(t *testing.T) {
+	d := newRun(t)
+	out, err := d.MkdirOutput("agent", os.Getuid(), os.Getgid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(secret, []byte("host secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.WriteFile(filepath.Join(out, "answer.txt"), []byte("42\n"), 0o644))
+	must(t, os.Symlink(secret, filepath.Join(out, "link.txt")))
+	must(t, os.Symlink("/", filepath.Join(out, "rootdir")))
+	must(t, syscall.Mkfifo(filepath.Join(out, "fifo"), 0o644))
+	must(t, os.Mkdir(filepath.Join(out, "dir"), 0o755))
+
+	tests := []struct {
+		src, dst string
+		wantErr  string
+	}{
+		{"answer.txt", "answer.txt", ""},
+		{"link.txt", "link.txt", "opening agent/link.txt"},
+		{"rootdir/etc/passwd", "passwd", "opening agent/rootdir/etc/passwd"},
+		{"fifo", "fifo", "not a regular file"},
+		{"dir", "dir", "not a regular file"},
+		{"../run-metadata.json", "x", "opening agent/../run-metadata.json"},
+		{"missing", "missing", "opening agent/missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.src, func(t *testing.T) {
+			err := d.CopyOut("agent", tt.src, tt.dst)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("got %v, want success", err)
+				}
+				b, _ := os.ReadFile(filepath.Join(d.Path, tt.dst))
+				if string(b) != "42\n" {
+					t.Errorf("copied %q, want %q", b, "42\n")
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+			}
+			if _, err := os.Lstat(filepath.Join(d.Path, tt.dst)); err == nil {
+				t.Errorf("%s was created in the run directory", tt.dst)
+			}
+		})
+	}
+}
+
+func TestResolveAndList(t *testing.T) {
+	base := t.TempDir()
+	for _, s := range []int{1, 2} {
+		d, err := Create(base, time.Date(2026, 1, 2, 3, 4, s, 0, time.UTC))
+		if err != nil {
+			t.Fatal(err)
+		}
+		must(t, d.WriteJSON(MetadataFile, Metadata{Schema: MetadataSchema, RunID: d.ID}))
+		d.Close()
+	}
+	list, err := List(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 2 || list[0].ID != "run-2026-01-02-03-04-02" || list[0].Meta == nil || list[0].Meta.RunID != list[0].ID {
+		t.Fatalf("List = %+v", list)
+	}
+	tests := []struct{ ref, want, wantErr string }{
+		{"run-2026-01-02-03-04-01", "run-2026-01-02-03-04-01", ""},
+		{"run-2026-01-02-03-04-0", "", "ambiguous"},
+		{"run-1999", "", "not found"},
+		{"../etc", "", "not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.ref, func(t *testing.T) {
+			got, err := Resolve(base, tt.ref)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || filepath.Base(got) != tt.want {
+				t.Fatalf("got %s, %v; want %s", got, err, tt.want)
+			}
+		})
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,170 @@
+package runs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Artifact names written or collected by the harness (the cross-part
+// contract; other producers define their own files' names).
+const (
+	MetadataFile   = "run-metadata.json"
+	MetadataSchema = "mcpsidecar.run/v1"
+)
+
+// Metadata is run-metadata.json.
+type Metadata struct {
+	Schema        string      `json:"schema"`
+	RunID         string      `json:"run_id"`
+	Command       string      `json:"command"`
+	Started       time.Time   `json:"started"`
+	Finished      time.Time   `json:"finished"`
+	Image         Image       `json:"image"`
+	Engine        Engine      `json:"engine"`
+	Networks      []Network   `json:"networks"`
+	Containers    []Container `json:"containers"`
+	Phases        []Phase     `json:"phases"`
+	Verdict       Verdict     `json:"verdict"`
+	Degradations  []string    `json:"degradations"`
+	Kept          bool        `json:"kept,omitempty"`
+	RemoveCommand []string    `json:"remove_command,omitempty"`
+	ExitCode      int         `json:"exit_code"`
+}
+
+// Image is the image every container of the run used.
+type Image struct {
+	Tag       string `json:"tag"`
+	Built     bool   `json:"built"`
+	Method    string `json:"method,omitempty"` // "build", "import" or "reused"
+	SizeBytes int64  `json:"size_bytes,omitempty"`
+}
+
+// Engine is the Docker daemon the run used.
+type Engine struct {
+	Version    string `json:"version"`
+	APIVersion string `json:"api_version"`
+}
+
+// Network is one network of the run.
+type Network struct {
+	Name     string `json:"name"`
+	ID       string `json:"id"`
+	Internal bool   `json:"internal"`
+}
+
+// Container is one container of the run.
+type Container struct {
+	Role            string   `json:"role"`
+	Name            string   `json:"name"`
+	ID              string   `json:"id"`
+	ExitCode        *int     `json:"exit_code"`
+	Networks        []string `json:"networks"`
+	Aliases         []string `json:"aliases"`
+	PeakMemoryBytes uint64   `json:"peak_memory_bytes"`
+	TimedOut        bool     `json:"timed_out,omitempty"`
+	OOMKilled       bool     `json:"oom_killed,omitempty"`
+}
+
+// Phase is one step of the run with its timing.
+type Phase struct {
+	Name       string    `json:"name"`
+	Start      time.Time `json:"start"`
+	DurationMS float64   `json:"duration_ms"`
+	OK         bool      `json:"ok"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// Verdict says whether the run did what it should.
+type Verdict struct {
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
+}
+
+// Check is one verdict item.
+type Check struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Summary is one past run as `runs list` shows it.
+type Summary struct {
+	ID      string
+	Path    string
+	Meta    *Metadata // nil when run-metadata.json is missing or unreadable
+	MetaErr error
+}
+
+// List returns the runs under base/runs, newest first.
+func List(base string) ([]Summary, error) {
+	dir := filepath.Join(base, "runs")
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing runs in %s: %w", dir, err)
+	}
+	var out []Summary
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "run-") {
+			continue
+		}
+		p := filepath.Join(dir, e.Name())
+		m, err := ReadMetadata(p)
+		out = append(out, Summary{ID: e.Name(), Path: p, Meta: m, MetaErr: err})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID > out[j].ID })
+	return out, nil
+}
+
+// ReadMetadata reads run-metadata.json of the run directory at path.
+func ReadMetadata(path string) (*Metadata, error) {
+	b, err := os.ReadFile(filepath.Join(path, MetadataFile))
+	if err != nil {
+		return nil, fmt.Errorf("reading run metadata: %w", err)
+	}
+	var m Metadata
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", filepath.Join(path, MetadataFile), err)
+	}
+	return &m, nil
+}
+
+// Resolve finds a run by id or path: an existing directory path wins, then
+// base/runs/<id>, then a unique id prefix.
+func Resolve(base, ref string) (string, error) {
+	if st, err := os.Stat(ref); err == nil && st.IsDir() && strings.ContainsRune(ref, filepath.Separator) {
+		return ref, nil
+	}
+	if strings.ContainsAny(ref, `/\`) || ref == "" || ref == "." || ref == ".." {
+		return "", fmt.Errorf("run %q: not found", ref)
+	}
+	all, err := List(base)
+	if err != nil {
+		return "", err
+	}
+	var hits []string
+	for _, s := range all {
+		if s.ID == ref {
+			return s.Path, nil
+		}
+		if strings.HasPrefix(s.ID, ref) {
+			hits = append(hits, s.ID)
+		}
+	}
+	switch len(hits) {
+	case 1:
+		return filepath.Join(base, "runs", hits[0]), nil
+	case 0:
+		return "", fmt.Errorf("run %q: not found under %s", ref, filepath.Join(base, "runs"))
+	}
+	return "", fmt.Errorf("run %q: ambiguous, matches %s", ref, strings.Join(hits, ", "))
+}
