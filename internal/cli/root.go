@@ -25,6 +25,7 @@ type Streams struct {
 // work; each lives in its own file of this package.
 var subcommands = []func(Streams) *cobra.Command{
 	newVersionCmd,
+	newAgentCmd,
 }
 
 // newRootCmd builds the command tree.

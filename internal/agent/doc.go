@@ -1,0 +1,24 @@
+// Package agent is the sandbox's workload: an OpenAI tool-calling loop
+// (Chat Completions, through github.com/sashabaranov/go-openai) that answers
+// one question using the MCP sidecar, saves the answer to the output
+// directory and prints exactly that text. It also holds the built-in
+// connectivity check that `mcpsidecar doctor` runs instead of a model
+// ([RunCheck] is the host-side verdict, [CheckHost] the host-side preflight).
+//
+// The agent runs only inside the sandbox container. Its [LoadConfig] is the
+// one place that reads the environment:
+//
+//	SANDBOX_AGENT_CONTAINER  must be "1" (with /sandbox-output a writable dir)
+//	MCP_SIDECAR_URL          streamable-HTTP MCP endpoint of the sidecar
+//	OPENAI_API_KEY           sent only as the model API's bearer token
+//	OPENAI_BASE_URL          any OpenAI-compatible /v1 endpoint (default OpenAI)
+//	OPENAI_MODEL             model name (default [DefaultModel])
+//	MCPSIDECAR_QUESTION      the question (default [DefaultQuestion])
+//	HTTP_PROXY, HTTPS_PROXY, NO_PROXY  the egress gateway; read once, explicitly
+//
+// What it must not do: execute anything the model says (the model can only
+// pick one of a fixed set of tools, whose arguments are checked), write
+// outside the output directory, or record the API key anywhere. It does not
+// install restrictions itself; the role command applies internal/harden
+// before calling [Run].
+package agent

@@ -1,0 +1,69 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+)
+
+// agentOptions are the flags of `mcpsidecar agent`.
+type agentOptions struct {
+	agent.Options
+	check bool
+}
+
+func newAgentCmd(s Streams) *cobra.Command {
+	var o agentOptions
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Run the agent workload (inside the sandbox container only)",
+		Long: `agent answers the question with an OpenAI-compatible model and the MCP sidecar's
+tools, saves the answer to /sandbox-output/answer.txt and prints exactly that text.
+It refuses to run outside the sandbox container (SANDBOX_AGENT_CONTAINER=1 and a
+writable /sandbox-output); on the host, use "mcpsidecar run".
+
+With --check it runs no model and needs no key: it lists the sidecar's tools,
+reads the answer format, confirms the gateway refuses a .invalid name and that
+the container has no default route, and prints a table (used by doctor).
+
+Environment: MCP_SIDECAR_URL, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL,
+MCPSIDECAR_QUESTION, HTTP_PROXY, HTTPS_PROXY, NO_PROXY.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runAgent(cmd.Context(), o, s, os.Getenv)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Model, "model", "", "model name (default $OPENAI_MODEL, else "+agent.DefaultModel+")")
+	f.StringVar(&o.Question, "question", "", "the question (default $MCPSIDECAR_QUESTION, else the seed's HttpClient question)")
+	f.IntVar(&o.MaxTurns, "max-turns", agent.DefaultMaxTurns, "most model turns before giving up")
+	f.DurationVar(&o.RequestTimeout, "request-timeout", agent.DefaultRequestTimeout, "timeout of each model request and tool call")
+	f.BoolVar(&o.check, "check", false, "run the connectivity check instead of a model")
+	return cmd
+}
+
+// runAgent guards, configures, then runs the workload or the check.
+func runAgent(ctx context.Context, o agentOptions, s Streams, getenv func(string) string) error {
+	if err := agent.CheckSandbox(getenv, agent.DefaultOutputDir); err != nil {
+		return withHint(ExitUsage, err, "run the agent through: mcpsidecar run")
+	}
+	cfg, err := agent.LoadConfig(o.Options, getenv)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	// Hardening (internal/harden, from MCPSIDECAR_HARDEN_POLICY) goes here:
+	// after the configuration is read, before any connection is made.
+	if o.check {
+		return agent.RunConnectivityCheck(ctx, cfg, s.Out)
+	}
+	if cfg.APIKey == "" {
+		return withHint(ExitUsage, errMissingKey, "the harness forwards OPENAI_API_KEY from the host")
+	}
+	return agent.Run(ctx, cfg, s.Out, s.Err)
+}
+
+var errMissingKey = errors.New("OPENAI_API_KEY is not set")
