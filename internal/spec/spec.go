@@ -1,0 +1,32 @@
+package spec
+
+// Spec is a validated sandbox_spec.toml. Lists keep the spec's order.
+type Spec struct {
+	// Source names where the spec came from (a path, or "<default>").
+	Source        string   `json:"-"`
+	SchemaVersion int      `json:"schema_version"`
+	Capabilities  []string `json:"capabilities"`
+	// AllowedDomains and AllowedIPs are as written in the spec; the
+	// normalised forms are in [Profile.Gateway].
+	AllowedDomains []string `json:"allowed_domains"`
+	AllowedIPs     []string `json:"allowed_ip_addresses"`
+	Env            []EnvVar `json:"environment_variables"`
+}
+
+// EnvVar is one [[environment_variables]] entry: exactly one of a literal
+// Value or FromHost.
+type EnvVar struct {
+	Name     string `json:"name"`
+	Value    string `json:"value,omitempty"`
+	FromHost bool   `json:"from_host,omitempty"`
+}
+
+// Has reports whether the spec grants capability c.
+func (s *Spec) Has(c string) bool {
+	for _, x := range s.Capabilities {
+		if x == c {
+			return true
+		}
+	}
+	return false
+}
