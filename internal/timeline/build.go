@@ -1,0 +1,239 @@
+package timeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+// KindContainerStart marks a container's start, when the harness records it.
+const KindContainerStart = "container_start"
+
+// maxAnswerBytes bounds the answer shown in the report.
+const maxAnswerBytes = 8 << 10
+
+// Build reads the run directory and returns its joined timeline. Only an
+// unreadable directory is an error: missing, torn or invalid sources become
+// [Timeline.Problems].
+func Build(runDir string) (*Timeline, error) {
+	r := &sourceReader{dir: runDir}
+	fi, err := os.Stat(runDir)
+	if err != nil {
+		return nil, fmt.Errorf("reading run directory: %w", err)
+	}
+	if !fi.IsDir() {
+		return nil, fmt.Errorf("reading run directory %s: not a directory", runDir)
+	}
+	t := &Timeline{Schema: Schema, Dir: runDir, RunID: filepath.Base(runDir)}
+	b := &builder{t: t, r: r}
+	b.readMetadata()
+	b.count(FileAgentTurns, r.eachLine(FileAgentTurns, false, b.turn))
+	b.count(FileAudit, r.eachLine(FileAudit, false, b.audit))
+	b.count(FileDecisions, r.eachLine(FileDecisions, false, b.decision))
+	b.readExtras()
+	sortEvents(t.Events)
+	link(t.Events)
+	b.finish()
+	t.Problems = r.problems
+	if t.Problems == nil {
+		t.Problems = []Problem{}
+	}
+	return t, nil
+}
+
+// builder accumulates events from the sources of one run.
+type builder struct {
+	t *Timeline
+	r *sourceReader
+}
+
+func (b *builder) add(e Event) {
+	e.Schema = Schema
+	b.t.Events = append(b.t.Events, e)
+}
+
+func (b *builder) count(file string, n int) {
+	b.t.Sources = append(b.t.Sources, SourceInfo{File: file, Events: n})
+}
+
+// decodeLine decodes one JSONL line into v, requiring a JSON object.
+func decodeLine(line []byte, v any) error {
+	if line[0] != '{' {
+		return fmt.Errorf("not a JSON object")
+	}
+	return json.Unmarshal(line, v)
+}
+
+func boolOr(p *bool, def bool) bool {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func (b *builder) turn(line []byte, n int) error {
+	var l turnLine
+	if err := decodeLine(line, &l); err != nil {
+		return err
+	}
+	e := Event{Time: l.Time, DurationMS: l.DurationMS, Source: SourceAgent, OK: boolOr(l.OK, l.Error == ""),
+		CorrelationID: normID(l.CorrelationID), Turn: l.Turn, Model: l.Model, ToolsRequested: l.ToolsRequested,
+		Error: l.Error, Name: l.Tool, File: FileAgentTurns, Line: n}
+	switch l.Kind {
+	case "model_request":
+		e.Kind = KindModelRequest
+		e.Summary = modelSummary(l)
+	case "tool_call":
+		e.Kind = KindAgentToolCall
+		e.Summary = "agent calls " + orDash(l.Tool)
+	case "answer_saved":
+		e.Kind = KindAnswerSaved
+		e.Summary = "answer saved"
+	case "error":
+		e.Kind = KindAgentError
+		e.OK = false
+		e.Summary = "agent error: " + orDash(l.Error)
+	default:
+		return fmt.Errorf("unknown kind %q", l.Kind)
+	}
+	b.add(e)
+	return nil
+}
+
+func modelSummary(l turnLine) string {
+	s := fmt.Sprintf("turn %d: model %s", l.Turn, orDash(l.Model))
+	if len(l.ToolsRequested) > 0 {
+		return s + " asked for " + strings.Join(l.ToolsRequested, ", ")
+	}
+	return s + " answered"
+}
+
+func (b *builder) audit(line []byte, n int) error {
+	var l auditLine
+	if err := decodeLine(line, &l); err != nil {
+		return err
+	}
+	e := Event{Time: l.Time, DurationMS: l.DurationMS, Source: SourceSidecar, OK: boolOr(l.OK, l.Error == ""),
+		CorrelationID: normID(l.CorrelationID), Name: l.Name, Error: l.Error, SessionID: l.SessionID,
+		Arguments: compactJSON(l.Arguments), ResultPreview: l.ResultPreview, File: FileAudit, Line: n}
+	switch l.Kind {
+	case "tools/call":
+		e.Kind = KindToolCall
+		e.Summary = "tool call " + orDash(l.Name)
+	case "resources/read":
+		e.Kind = KindResourceRead
+		e.Summary = "resource read " + orDash(l.Name)
+	default:
+		return fmt.Errorf("unknown kind %q", l.Kind)
+	}
+	if !e.OK {
+		e.Summary += " failed: " + orDash(l.Error)
+	}
+	b.add(e)
+	return nil
+}
+
+func (b *builder) decision(line []byte, n int) error {
+	var l decisionLine
+	if err := decodeLine(line, &l); err != nil {
+		return err
+	}
+	if l.Decision != "allow" && l.Decision != "deny" {
+		return fmt.Errorf("decision %q is neither allow nor deny", l.Decision)
+	}
+	e := Event{Time: l.Time, DurationMS: l.DurationMS, Source: SourceGateway, Kind: KindEgress,
+		OK: l.Decision == "allow", CorrelationID: normID(l.CorrelationID), Client: l.Client,
+		Method: l.Method, Host: l.Host, Port: string(l.Port), ResolvedIP: l.ResolvedIP, Decision: l.Decision,
+		Rule: l.Rule, Reason: l.Reason, BytesUp: l.BytesUp, BytesDown: l.BytesDown, File: FileDecisions, Line: n}
+	e.Summary = egressSummary(&e)
+	b.add(e)
+	return nil
+}
+
+func egressSummary(e *Event) string {
+	target := e.Host
+	if e.Port != "" {
+		target += ":" + e.Port
+	}
+	if e.Denied() {
+		return fmt.Sprintf("DENY %s %s: %s", e.Method, target, orDash(e.Reason))
+	}
+	s := fmt.Sprintf("allow %s %s", e.Method, target)
+	if e.ResolvedIP != "" {
+		s += " -> " + e.ResolvedIP
+	}
+	if e.Rule != "" {
+		s += " (rule " + e.Rule + ")"
+	}
+	return s
+}
+
+// normID lower-cases a correlation id so that "ABC" and "abc" join; W3C
+// trace-ids are lower-case hex, but a producer's casing must not split a
+// story in two.
+func normID(id string) string { return strings.ToLower(strings.TrimSpace(id)) }
+
+// compactJSON keeps valid JSON arguments compact and drops invalid ones
+// (they would make timeline.jsonl invalid).
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	var v any
+	if json.Unmarshal(raw, &v) != nil || enc.Encode(v) != nil {
+		q, _ := json.Marshal(string(raw))
+		return q
+	}
+	return json.RawMessage(strings.TrimSpace(buf.String()))
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// sortEvents orders events by time; events without a time go last. The sort
+// is stable so events at the same instant keep their source order.
+func sortEvents(ev []Event) {
+	sort.SliceStable(ev, func(i, j int) bool {
+		a, b := ev[i].Time, ev[j].Time
+		if a.IsZero() != b.IsZero() {
+			return b.IsZero()
+		}
+		return a.Before(b)
+	})
+	for i := range ev {
+		ev[i].Seq = i + 1
+	}
+}
+
+// finish fills the run's bounds from the events when metadata lacks them.
+func (b *builder) finish() {
+	t := b.t
+	for _, e := range t.Events {
+		if e.Time.IsZero() {
+			continue
+		}
+		if t.Started.IsZero() || e.Time.Before(t.Started) {
+			t.Started = e.Time
+		}
+		end := e.Time.Add(time.Duration(e.DurationMS * float64(time.Millisecond)))
+		if e.Kind != KindPhase {
+			end = e.Time
+		}
+		if end.After(t.Finished) {
+			t.Finished = end
+		}
+	}
+	if t.Events == nil {
+		t.Events = []Event{}
+	}
+}

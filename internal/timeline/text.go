@@ -1,0 +1,240 @@
+package timeline
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// RenderOptions select how [Timeline.Render] prints.
+type RenderOptions struct {
+	// JSON prints the joined data (the whole [Timeline]) as indented JSON
+	// instead of the story.
+	JSON bool
+	// Color highlights denials and failures with ANSI colours; leave it
+	// off when the writer is not a terminal.
+	Color bool
+}
+
+const (
+	ansiRed   = "\x1b[1;31m"
+	ansiGreen = "\x1b[32m"
+	ansiDim   = "\x1b[2m"
+	ansiReset = "\x1b[0m"
+)
+
+// Render prints the run's story to w: the verdict, the phase table, then
+// the timeline with each call's egress indented under it and denials
+// marked "!!".
+func (t *Timeline) Render(w io.Writer, opts RenderOptions) error {
+	if opts.JSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(t); err != nil {
+			return fmt.Errorf("encoding timeline: %w", err)
+		}
+		return nil
+	}
+	p := &printer{w: w, color: opts.Color, t: t}
+	p.header()
+	p.phases()
+	p.events()
+	p.probes()
+	p.problems()
+	return p.err
+}
+
+// printer writes the story, remembering the first write error.
+type printer struct {
+	w     io.Writer
+	color bool
+	t     *Timeline
+	err   error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func (p *printer) paint(code, s string) string {
+	if !p.color {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (p *printer) okText(ok bool) string {
+	if ok {
+		return p.paint(ansiGreen, "ok")
+	}
+	return p.paint(ansiRed, "FAIL")
+}
+
+func (p *printer) header() {
+	t := p.t
+	p.printf("Run %s (%s)\n", t.RunID, orDash(t.Command))
+	verdict := "none recorded"
+	if t.Verdict != nil {
+		verdict = map[bool]string{true: p.paint(ansiGreen, "OK"), false: p.paint(ansiRed, "FAILED")}[t.Verdict.OK]
+	}
+	p.printf("verdict: %s", verdict)
+	if t.ExitCode != nil {
+		p.printf("   exit code %d", *t.ExitCode)
+	}
+	p.printf("\n")
+	if !t.Started.IsZero() {
+		p.printf("started %s   took %s\n", t.Started.UTC().Format(time.RFC3339), fmtDur(t.Finished.Sub(t.Started)))
+	}
+	s := t.Stats()
+	p.printf("tool calls %d (%d failed), resource reads %d, model requests %d, egress allowed %d, denied %d, unattributed %d\n",
+		s.ToolCalls, s.FailedCalls, s.ResourceReads, s.ModelRequests, s.Allowed, s.Denied, s.Unlinked)
+	if t.Verdict != nil && len(t.Verdict.Checks) > 0 {
+		p.printf("\nChecks\n")
+		for _, c := range t.Verdict.Checks {
+			p.printf("  %-4s  %s  %s\n", p.okText(c.OK), c.Name, c.Detail)
+		}
+	}
+}
+
+func (p *printer) phases() {
+	if len(p.t.Phases) == 0 {
+		return
+	}
+	p.printf("\nPhases\n")
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  PHASE\tSTART\tDURATION\tRESULT\n")
+	for _, ph := range p.t.Phases {
+		res := p.okText(ph.OK)
+		if ph.Error != "" {
+			res += " " + ph.Error
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", ph.Name, p.rel(ph.Start), fmtMS(ph.DurationMS), res)
+	}
+	if err := tw.Flush(); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+// rel formats t relative to the run's start.
+func (p *printer) rel(t time.Time) string {
+	if t.IsZero() || p.t.Started.IsZero() {
+		return "       ?"
+	}
+	return fmt.Sprintf("%+8.3fs", t.Sub(p.t.Started).Seconds())
+}
+
+func (p *printer) events() {
+	ev := p.t.Events
+	if len(ev) == 0 {
+		p.printf("\nTimeline: no events\n")
+		return
+	}
+	children := childrenOf(ev)
+	p.printf("\nTimeline (time since start, source, event)\n")
+	for i := range ev {
+		if ev[i].Parent != 0 {
+			continue
+		}
+		p.event(&ev[i], "  "+p.rel(ev[i].Time)+"  ")
+		for _, c := range children[ev[i].Seq] {
+			p.event(&ev[c], "               └ ")
+		}
+	}
+}
+
+// childrenOf maps a parent's Seq to its children's indices, in time order.
+func childrenOf(ev []Event) map[int][]int {
+	m := map[int][]int{}
+	for i := range ev {
+		if ev[i].Parent != 0 {
+			m[ev[i].Parent] = append(m[ev[i].Parent], i)
+		}
+	}
+	return m
+}
+
+func (p *printer) event(e *Event, prefix string) {
+	line := fmt.Sprintf("%-8s %s", e.Source, e.Summary)
+	if e.DurationMS > 0 && e.Kind != KindPhase && !e.Denied() {
+		line += "  " + fmtMS(e.DurationMS)
+	}
+	if e.Kind == KindEgress && (e.BytesUp > 0 || e.BytesDown > 0) {
+		line += fmt.Sprintf("  up %s down %s", fmtBytes(e.BytesUp), fmtBytes(e.BytesDown))
+	}
+	if e.LinkedBy == LinkTimeWindow {
+		line += "  (linked by time)"
+	}
+	if e.CorrelationID != "" && e.Parent == 0 {
+		line += "  " + p.paint(ansiDim, "["+shortID(e.CorrelationID)+"]")
+	}
+	mark := "   "
+	if e.Denied() || !e.OK {
+		mark = "!! "
+		line = p.paint(ansiRed, line)
+	}
+	p.printf("%s%s%s\n", prefix, mark, line)
+}
+
+func (p *printer) probes() {
+	r := p.t.Probe
+	if r == nil {
+		return
+	}
+	pass, violation, other := r.Tally()
+	p.printf("\nProbes: %d pass, %d violation, %d unsupported or unknown\n", pass, violation, other)
+	for _, g := range r.Groups {
+		p.printf("  %s %s\n", g.ID, g.Title)
+		for _, pr := range g.Probes {
+			v := pr.Verdict
+			if pr.Class() == ClassViolation {
+				v = p.paint(ansiRed, "!! "+v)
+			}
+			p.printf("    %-8s %-40s %s  %s\n", pr.ID, pr.Title, v, pr.Reason)
+		}
+	}
+}
+
+func (p *printer) problems() {
+	if len(p.t.Problems) == 0 {
+		return
+	}
+	p.printf("\nProblems reading the run directory\n")
+	for _, pr := range p.t.Problems {
+		p.printf("  %s\n", pr)
+	}
+}
+
+func shortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+func fmtMS(ms float64) string { return fmtDur(time.Duration(ms * float64(time.Millisecond))) }
+
+func fmtDur(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%dms", d.Milliseconds())
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+func fmtBytes(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%dB", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1fKiB", float64(n)/(1<<10))
+	default:
+		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
+	}
+}
