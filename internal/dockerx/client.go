@@ -63,7 +63,7 @@ func (c *Client) InspectImage(ctx context.Context, ref string) (ImageInfo, bool,
 
 // BuildImage builds img with the classic builder from an in-memory context.
 func (c *Client) BuildImage(ctx context.Context, img ImageFiles) error {
-	files := append([]File{{Name: "Dockerfile", Mode: 0o644, Data: img.Dockerfile}}, img.Files...)
+	files := append([]File{{Name: "Dockerfile", Mode: 0o644, Data: img.Dockerfile}}, img.Context...)
 	tarball, err := Tar(files)
 	if err != nil {
 		return err
@@ -85,7 +85,7 @@ func (c *Client) BuildImage(ctx context.Context, img ImageFiles) error {
 // ImportImage makes img from its files as a root filesystem, applying the
 // Dockerfile's USER and ENTRYPOINT as changes; no builder is involved.
 func (c *Client) ImportImage(ctx context.Context, img ImageFiles) error {
-	tarball, err := Tar(img.Files)
+	tarball, err := Tar(img.RootFS)
 	if err != nil {
 		return err
 	}

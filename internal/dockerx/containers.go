@@ -57,6 +57,9 @@ func translate(s ContainerSpec) (*container.Config, *container.HostConfig, *netw
 		return nil, nil, nil, err
 	}
 	first := s.Networks[0]
+	if first.Network == "none" {
+		return cfg, host, nil, nil
+	}
 	netCfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		first.Network: {Aliases: first.Aliases},
 	}}
@@ -95,6 +98,7 @@ func hostConfig(s ContainerSpec) (*container.HostConfig, error) {
 		DNS:            dns,
 		DNSOptions:     s.DNSOptions,
 		ExtraHosts:     s.ExtraHosts,
+		MaskedPaths:    s.MaskedPaths,
 		Resources: container.Resources{
 			Memory: s.MemoryBytes, MemorySwap: s.MemorySwapBytes, NanoCPUs: s.NanoCPUs, Ulimits: ulimits(s.Ulimits),
 		},

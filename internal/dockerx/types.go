@@ -87,7 +87,9 @@ type ContainerSpec struct {
 	DNS             []string          `json:"dns"`
 	DNSOptions      []string          `json:"dns_options"`
 	ExtraHosts      []string          `json:"extra_hosts"`
-	StopTimeout     time.Duration     `json:"stop_timeout_ns"`
+	// MaskedPaths, when not nil, replaces the engine's default list.
+	MaskedPaths []string      `json:"masked_paths"`
+	StopTimeout time.Duration `json:"stop_timeout_ns"`
 }
 
 // Resource is a container or network found by label.
@@ -125,13 +127,15 @@ type File struct {
 	Data []byte
 }
 
-// ImageFiles is what an image is made from: the Dockerfile that the classic
-// builder runs, the files it copies, and the Dockerfile's USER and
-// ENTRYPOINT expressed as import changes for the builder-less path.
+// ImageFiles is what an image is made from, two equivalent ways: the
+// Dockerfile and build context the classic builder runs, and the same files
+// laid out as a root filesystem plus the Dockerfile's USER and ENTRYPOINT as
+// import changes, for the builder-less path.
 type ImageFiles struct {
 	Tag        string
 	Dockerfile []byte
-	Files      []File
+	Context    []File // build context, besides the Dockerfile
+	RootFS     []File // the image's files at their final paths
 	Changes    []string
 	Labels     map[string]string
 }
