@@ -31,8 +31,8 @@ type Check struct {
 
 // Route tables read by the no-route check; variables for tests.
 var (
-	routeFile  = "/proc/net/route"
-	route6File = "/proc/net/ipv6_route"
+	route4 = "/proc/net/route"
+	route6 = "/proc/net/ipv6_route"
 )
 
 // RunConnectivityCheck is `mcpsidecar agent --check`, the workload doctor
@@ -50,7 +50,7 @@ func RunConnectivityCheck(ctx context.Context, cfg Config, w io.Writer) error {
 		checks = append(checks, checkTools(ctx, session, cfg), checkFormat(ctx, session, cfg))
 		session.Close()
 	}
-	checks = append(checks, checkGatewayRefuses(ctx, cfg), checkNoRoute(routeFile, route6File))
+	checks = append(checks, checkGatewayRefuses(ctx, cfg), checkNoRoute(route4, route6))
 	if err := printChecks(w, checks); err != nil {
 		return err
 	}

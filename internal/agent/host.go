@@ -1,0 +1,252 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+// Artifact names [CheckRun] reads in the run directory.
+const (
+	StdoutFile   = "stdout.txt"
+	AuditFile    = "mcp-sidecar-tool-calls.jsonl"
+	MetadataFile = "run-metadata.json"
+)
+
+// CheckHost is the host-side preflight for the openai_agents capability,
+// run before anything is created: OPENAI_API_KEY must be set, and the host
+// of OPENAI_BASE_URL (default OpenAI's) must be covered by allowedDomains
+// on a port the gateway allows, or the agent could never reach its model.
+// An IP-literal base URL is left to allowed_ip_addresses, which the gateway
+// checks; this function sees only the domain rules. The key's value never
+// appears in an error.
+func CheckHost(allowedDomains []string, getenv func(string) string) error {
+	if getenv(EnvAPIKey) == "" {
+		return fmt.Errorf("%s is not set in the host environment; the openai_agents capability forwards it to the agent", EnvAPIKey)
+	}
+	raw := firstOf(getenv(EnvBaseURL), DefaultBaseURL)
+	if err := checkHTTPURL(raw); err != nil {
+		return fmt.Errorf("%s: %w", EnvBaseURL, err)
+	}
+	u, _ := url.Parse(raw)
+	if err := checkPort(u); err != nil {
+		return err
+	}
+	host := u.Hostname()
+	if _, err := netip.ParseAddr(host); err == nil {
+		return nil
+	}
+	pol, err := netpolicy.Compile(netpolicy.NewConfig(allowedDomains, nil))
+	if err != nil {
+		return fmt.Errorf("compiling allowed_domains: %w", err)
+	}
+	if _, ok := pol.MatchName(host); !ok {
+		return fmt.Errorf("%s host %q is not covered by allowed_domains: add %q to allowed_domains in the spec", EnvBaseURL, host, strings.ToLower(host))
+	}
+	return nil
+}
+
+// checkPort refuses a base URL on a port the gateway never opens.
+func checkPort(u *url.URL) error {
+	ports, def := netpolicy.DefaultHTTPPorts, uint16(80)
+	if u.Scheme == "https" {
+		ports, def = netpolicy.DefaultConnectPorts, 443
+	}
+	port := def
+	if p := u.Port(); p != "" {
+		n, err := strconv.ParseUint(p, 10, 16)
+		if err != nil {
+			return fmt.Errorf("%s: port %q: %w", EnvBaseURL, p, err)
+		}
+		port = uint16(n)
+	}
+	if !slices.Contains(ports, port) {
+		return fmt.Errorf("%s: port %d: the egress gateway lets %s reach only ports %v", EnvBaseURL, port, u.Scheme, ports)
+	}
+	return nil
+}
+
+// RunCheck is the verdict of an agent run, one row per condition.
+type RunCheck struct {
+	OK     bool    `json:"ok"`
+	Checks []Check `json:"checks"`
+}
+
+// Names of the [RunCheck] rows.
+const (
+	CheckAgentExit    = "agent exited 0"
+	CheckAnswerStdout = "answer.txt equals stdout"
+	CheckFormatRead   = "audit: answer format read"
+	CheckSampleSearch = "audit: " + ToolCodeSampleSearch + " called"
+)
+
+// CheckRun is the verdict of the run in runDir, the seed's definition of a
+// successful run: the agent exited 0, answer.txt equals stdout.txt (up to
+// one trailing newline), and the sidecar's audit log holds a successful
+// read of the answer format and a successful code-sample search. The
+// agent's exit code comes from run-metadata.json (containers[role=agent]);
+// a harness that writes the metadata after the verdict uses
+// [CheckRunExit] instead.
+func CheckRun(runDir string) RunCheck {
+	code, err := agentExitCode(filepath.Join(runDir, MetadataFile))
+	if err != nil {
+		return verdict(Check{Name: CheckAgentExit, Detail: err.Error()}, runDir)
+	}
+	return CheckRunExit(runDir, code)
+}
+
+// CheckRunExit is [CheckRun] with the agent's exit code given.
+func CheckRunExit(runDir string, agentExit int) RunCheck {
+	return verdict(Check{Name: CheckAgentExit, OK: agentExit == 0, Detail: fmt.Sprintf("exit code %d", agentExit)}, runDir)
+}
+
+func verdict(exit Check, runDir string) RunCheck {
+	checks := append([]Check{exit, checkAnswerStdout(runDir)}, checkAudit(filepath.Join(runDir, AuditFile))...)
+	rc := RunCheck{OK: true, Checks: checks}
+	for _, c := range checks {
+		rc.OK = rc.OK && c.OK
+	}
+	return rc
+}
+
+// agentExitCode reads containers[role=agent].exit_code from run-metadata.json.
+func agentExitCode(path string) (int, error) {
+	b, err := readSmall(path)
+	if err != nil {
+		return 0, err
+	}
+	var md struct {
+		Containers []struct {
+			Role     string `json:"role"`
+			ExitCode *int   `json:"exit_code"`
+		} `json:"containers"`
+	}
+	if err := json.Unmarshal(b, &md); err != nil {
+		return 0, fmt.Errorf("decoding %s: %w", filepath.Base(path), err)
+	}
+	for _, c := range md.Containers {
+		if c.Role == "agent" && c.ExitCode != nil {
+			return *c.ExitCode, nil
+		}
+	}
+	return 0, fmt.Errorf("%s has no agent container with an exit code", filepath.Base(path))
+}
+
+// checkAnswerStdout compares answer.txt with stdout.txt.
+func checkAnswerStdout(runDir string) Check {
+	c := Check{Name: CheckAnswerStdout}
+	answer, err := readSmall(filepath.Join(runDir, AnswerFile))
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	out, err := readSmall(filepath.Join(runDir, StdoutFile))
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	trim := func(b []byte) []byte { return bytes.TrimSuffix(b, []byte("\n")) }
+	switch {
+	case len(bytes.TrimSpace(answer)) == 0:
+		c.Detail = "answer.txt is empty"
+	case !bytes.Equal(trim(answer), trim(out)):
+		c.Detail = fmt.Sprintf("answer.txt (%d bytes) differs from stdout.txt (%d bytes)", len(answer), len(out))
+	default:
+		c.OK, c.Detail = true, fmt.Sprintf("%d bytes", len(answer))
+	}
+	return c
+}
+
+// auditLine is the part of a sidecar audit line the verdict needs.
+type auditLine struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	OK   bool   `json:"ok"`
+}
+
+// checkAudit looks for the successful format read and code-sample search.
+func checkAudit(path string) []Check {
+	read := Check{Name: CheckFormatRead, Detail: "no successful resources/read of " + AnswerFormatURI}
+	search := Check{Name: CheckSampleSearch, Detail: "no successful tools/call of " + ToolCodeSampleSearch}
+	lines, err := readAudit(path)
+	if err != nil {
+		read.Detail, search.Detail = err.Error(), err.Error()
+		return []Check{read, search}
+	}
+	for _, l := range lines {
+		switch {
+		case l.OK && l.Kind == "resources/read" && l.Name == AnswerFormatURI:
+			read.OK, read.Detail = true, "resources/read "+AnswerFormatURI
+		case l.OK && l.Kind == "tools/call" && l.Name == ToolCodeSampleSearch:
+			search.OK, search.Detail = true, "tools/call "+ToolCodeSampleSearch
+		}
+	}
+	return []Check{read, search}
+}
+
+func readAudit(path string) ([]auditLine, error) {
+	b, err := readSmall(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []auditLine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for n := 1; sc.Scan(); n++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var l auditLine
+		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", filepath.Base(path), n, err)
+		}
+		out = append(out, l)
+	}
+	return out, sc.Err()
+}
+
+// maxArtifact bounds what the verdict reads of a workload-written file.
+const maxArtifact = 64 << 20
+
+// readSmall reads a regular file, never through a link the workload
+// could have planted (O_NOFOLLOW, then fstat on the open file, so the
+// check and the read see the same file), and refuses one over maxArtifact.
+func readSmall(path string) ([]byte, error) {
+	name := filepath.Base(path)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("%s is missing", name)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("opening %s (a link is refused): %w", name, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", name)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxArtifact+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	if len(b) > maxArtifact {
+		return nil, fmt.Errorf("%s is over %d bytes", name, maxArtifact)
+	}
+	return b, nil
+}

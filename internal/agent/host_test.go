@@ -1,0 +1,133 @@
+package agent
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCheckHost(t *testing.T) {
+	seed := []string{".example.com", ".gov.uk", ".microsoft.com", ".openai.com"}
+	tests := []struct {
+		name    string
+		domains []string
+		env     map[string]string
+		wantErr string // "" = accepted
+	}{
+		{"default base URL covered", seed, map[string]string{EnvAPIKey: "k"}, ""},
+		{"fixture host covered", []string{"fake-model.e2e.test"}, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://fake-model.e2e.test/v1"}, ""},
+		{"subdomain rule", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://eu.api.openai.com/v1"}, ""},
+		{"IP literal left to the gateway", nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://192.0.2.7/v1"}, ""},
+		{"missing key", seed, map[string]string{}, "OPENAI_API_KEY is not set"},
+		{"host not covered", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://llm.internal.example.net/v1"}, `add "llm.internal.example.net" to allowed_domains`},
+		{"default not covered", []string{".example.com"}, map[string]string{EnvAPIKey: "k"}, `add "api.openai.com"`},
+		{"not a URL", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "api.openai.com/v1"}, "not an absolute http or https URL"},
+		{"ftp scheme", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "ftp://api.openai.com/v1"}, "not an absolute http or https URL"},
+		{"port the gateway never opens", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://ollama.example.com:11434/v1"}, "port 11434"},
+		{"https on 80", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://api.openai.com:80/v1"}, "port 80"},
+		{"bad allowlist", []string{"com"}, map[string]string{EnvAPIKey: "k"}, "compiling allowed_domains"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckHost(tt.domains, func(k string) string { return tt.env[k] })
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("CheckHost: %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("CheckHost error = %v, want one containing %q", err, tt.wantErr)
+			}
+			if k := tt.env[EnvAPIKey]; k != "" && strings.Contains(err.Error(), "="+k) {
+				t.Errorf("error %q shows the key", err)
+			}
+		})
+	}
+}
+
+const (
+	goodMeta  = `{"schema":"mcpsidecar.run/v1","containers":[{"role":"gateway","exit_code":0},{"role":"agent","exit_code":0}]}`
+	goodAudit = `{"kind":"resources/read","name":"mcp-sidecar://instructions/answer-format.md","ok":true}
+{"kind":"tools/call","name":"microsoft_code_sample_search","arguments":{"query":"q","language":"csharp"},"ok":true}
+`
+)
+
+func TestCheckRun(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  map[string]bool // check name -> ok
+	}{
+		{"success", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A\n", AuditFile: goodAudit},
+			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"agent failed", map[string]string{MetadataFile: strings.Replace(goodMeta, `"agent","exit_code":0`, `"agent","exit_code":1`, 1), AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit},
+			map[string]bool{CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"no metadata", map[string]string{AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit},
+			map[string]bool{CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"answer differs", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "B", AuditFile: goodAudit},
+			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"two trailing newlines differ", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A\n\n", AuditFile: goodAudit},
+			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"no answer", map[string]string{MetadataFile: goodMeta, StdoutFile: "", AuditFile: goodAudit},
+			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"search failed", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A", AuditFile: strings.Replace(goodAudit, `"csharp"},"ok":true`, `"csharp"},"ok":false`, 1)},
+			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: false}},
+		{"no audit", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A"},
+			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: false, CheckSampleSearch: false}},
+		{"torn audit", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit + `{"kind":"tools/ca`},
+			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: false, CheckSampleSearch: false}},
+		{"bad metadata", map[string]string{MetadataFile: "{", AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit},
+			map[string]bool{CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for name, body := range tt.files {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rc := CheckRun(dir)
+			got := map[string]bool{}
+			wantOK := true
+			for _, c := range rc.Checks {
+				got[c.Name] = c.OK
+				if c.Detail == "" {
+					t.Errorf("check %q has no detail", c.Name)
+				}
+			}
+			for _, ok := range tt.want {
+				wantOK = wantOK && ok
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("checks mismatch (-want +got):\n%s", diff)
+			}
+			if rc.OK != wantOK {
+				t.Errorf("OK = %v, want %v", rc.OK, wantOK)
+			}
+		})
+	}
+}
+
+func TestCheckRunRefusesPlantedLink(t *testing.T) {
+	dir := t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(outside, []byte("A"), 0o644)
+	os.WriteFile(filepath.Join(dir, StdoutFile), []byte("A"), 0o644)
+	if err := os.Symlink(outside, filepath.Join(dir, AnswerFile)); err != nil {
+		t.Fatal(err)
+	}
+	rc := CheckRunExit(dir, 0)
+	for _, c := range rc.Checks {
+		if c.Name == CheckAnswerStdout && (c.OK || !strings.Contains(c.Detail, "link")) {
+			t.Errorf("answer check = %+v, want refused link", c)
+		}
+	}
+	if rc.OK {
+		t.Error("verdict OK with a planted link")
+	}
+}

@@ -1,0 +1,91 @@
+package agent
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestRetryTransport(t *testing.T) {
+	tests := []struct {
+		name       string
+		statuses   []int // answered in order; the last repeats
+		wantStatus int
+		wantCalls  int32
+	}{
+		{"ok", []int{200}, 200, 1},
+		{"500 then ok", []int{500, 200}, 200, 2},
+		{"429 twice then ok", []int{429, 429, 200}, 200, 3},
+		{"always 503: bounded", []int{503}, 503, 4},
+		{"400 not retried", []int{400, 200}, 400, 1},
+		{"401 not retried", []int{401, 200}, 401, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := int(calls.Add(1)) - 1
+				body, _ := io.ReadAll(r.Body)
+				if string(body) != "payload" {
+					t.Errorf("attempt %d got body %q", n, body)
+				}
+				w.WriteHeader(tt.statuses[min(n, len(tt.statuses)-1)])
+			}))
+			defer srv.Close()
+			c := &http.Client{Transport: retryTransport{next: http.DefaultTransport, retries: 3, base: time.Millisecond, timeout: 5 * time.Second}}
+			resp, err := c.Post(srv.URL, "text/plain", strings.NewReader("payload"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tt.wantStatus || calls.Load() != tt.wantCalls {
+				t.Errorf("status %d after %d calls, want %d after %d", resp.StatusCode, calls.Load(), tt.wantStatus, tt.wantCalls)
+			}
+		})
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	tr := retryTransport{base: time.Second}
+	tests := []struct {
+		attempt    int
+		retryAfter string
+		want       time.Duration
+	}{
+		{0, "", time.Second},
+		{2, "", 4 * time.Second},
+		{0, "7", 7 * time.Second},
+		{3, "1", 8 * time.Second},
+		{0, "3600", maxBackoff},
+		{10, "", maxBackoff},
+		{0, "soon", time.Second},
+	}
+	for _, tt := range tests {
+		if got := tr.backoff(tt.attempt, tt.retryAfter); got != tt.want {
+			t.Errorf("backoff(%d, %q) = %s, want %s", tt.attempt, tt.retryAfter, got, tt.want)
+		}
+	}
+}
+
+// The per-attempt timeout ends a hung request instead of waiting forever.
+func TestRetryTransportTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	c := &http.Client{Transport: retryTransport{next: http.DefaultTransport, retries: 3, base: time.Millisecond, timeout: 50 * time.Millisecond}}
+	start := time.Now()
+	_, err := c.Get(srv.URL)
+	if err == nil || !strings.Contains(err.Error(), "deadline") || time.Since(start) > 5*time.Second {
+		t.Errorf("err = %v after %s, want a deadline error soon", err, time.Since(start))
+	}
+}
