@@ -26,6 +26,7 @@ type Streams struct {
 var subcommands = []func(Streams) *cobra.Command{
 	newVersionCmd,
 	newAgentCmd,
+	newSidecarCmd,
 }
 
 // newRootCmd builds the command tree.

@@ -1,0 +1,228 @@
+// Package sidecar is the MCP server the agent talks to: a streamable HTTP
+// endpoint (stateless, so clients of every protocol revision interoperate)
+// with a local tool and resource, three proxy tools for the Microsoft Learn
+// MCP server reached through the egress gateway, and an audit log with one
+// line per tools/call and resources/read, including refused ones.
+//
+// Environment: only [ProxyFromEnv] reads it (HTTP_PROXY, HTTPS_PROXY,
+// NO_PROXY and their lower-case forms), once, when the role is configured.
+// Everything else comes from [Config], filled by the CLI from flags.
+//
+// It must not touch the Docker engine, harden the process (the role's
+// start-up in internal/cli does that) or write anywhere but its audit log.
+package sidecar
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/http/httpproxy"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/sidecar/learn"
+	"github.com/mcpsidecar/mcpsidecar/internal/version"
+)
+
+// Defaults for [Config].
+const (
+	DefaultPort             = 8000
+	DefaultUpstreamTimeout  = 30 * time.Second
+	DefaultMaxSessions      = 128
+	DefaultMaxBodyBytes     = 1 << 20  // 1 MiB: tool arguments are small
+	DefaultMaxUpstreamBytes = 16 << 20 // 16 MiB: a full Learn page fits easily
+	// MCPPath and HealthPath are the endpoints the sidecar serves.
+	MCPPath    = "/mcp"
+	HealthPath = "/healthz"
+)
+
+// Config is everything the sidecar needs. Zero fields take the defaults.
+type Config struct {
+	// UpstreamURL is the Learn MCP endpoint (default [learn.DefaultEndpoint]).
+	UpstreamURL string
+	// DocsHost is the only host microsoft_docs_fetch accepts; default: the
+	// upstream URL's host.
+	DocsHost        string
+	UpstreamTimeout time.Duration
+	// MaxSessions bounds concurrent client connections (0: default, <0: none).
+	MaxSessions      int
+	MaxBodyBytes     int64
+	MaxUpstreamBytes int64
+	// Proxy picks the proxy for upstream requests; nil means direct.
+	Proxy func(*http.Request) (*url.URL, error)
+	// UpstreamTLS overrides the TLS client config (tests trust a local CA).
+	UpstreamTLS *tls.Config
+	// Audit receives the records; nil turns auditing off.
+	Audit *AuditLog
+	// DisableLocalhostProtection turns off the SDK's DNS-rebinding guard.
+	// Only tests that reach the sidecar through a loopback proxy need it.
+	DisableLocalhostProtection bool
+	// Logger gets operational messages (default: discard).
+	Logger *slog.Logger
+}
+
+// ProxyFromEnv returns the proxy function for the upstream client, read
+// once from getenv: HTTP_PROXY/HTTPS_PROXY/NO_PROXY (or lower-case). It
+// exists because http.ProxyFromEnvironment caches the environment the first
+// time anything in the process uses it (the SDK does so at init), so it
+// cannot be steered later; this reads the values explicitly.
+func ProxyFromEnv(getenv func(string) string) func(*http.Request) (*url.URL, error) {
+	either := func(k string) string {
+		if v := getenv(k); v != "" {
+			return v
+		}
+		return getenv(strings.ToLower(k))
+	}
+	pc := (&httpproxy.Config{
+		HTTPProxy:  either("HTTP_PROXY"),
+		HTTPSProxy: either("HTTPS_PROXY"),
+		NoProxy:    either("NO_PROXY"),
+	}).ProxyFunc()
+	return func(r *http.Request) (*url.URL, error) { return pc(r.URL) }
+}
+
+// Sidecar is a configured MCP sidecar.
+type Sidecar struct {
+	cfg      Config
+	log      *slog.Logger
+	audit    *AuditLog
+	docsHost string
+	server   *mcp.Server
+	up       *upstream
+	handler  http.Handler
+	pending  pendingCalls
+	conns    atomic.Int64
+}
+
+// New validates cfg and builds the sidecar.
+func New(cfg Config) (*Sidecar, error) {
+	cfg, err := withDefaults(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sidecar{cfg: cfg, log: cfg.Logger, audit: cfg.Audit, docsHost: cfg.DocsHost}
+	s.up = newUpstream(cfg, s.log)
+	s.server = mcp.NewServer(&mcp.Implementation{Name: "mcpsidecar", Title: "mcpsidecar MCP sidecar", Version: version.String()},
+		&mcp.ServerOptions{Instructions: "Read the resource " + AnswerFormatURI + " before composing a final answer; use the microsoft_* tools to find Microsoft Learn sources."})
+	addLocal(s.server)
+	s.addProxyTools(s.server)
+	s.server.AddReceivingMiddleware(s.auditMiddleware)
+	s.handler = s.routes()
+	return s, nil
+}
+
+func withDefaults(cfg Config) (Config, error) {
+	if cfg.UpstreamURL == "" {
+		cfg.UpstreamURL = learn.DefaultEndpoint
+	}
+	u, err := url.Parse(cfg.UpstreamURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return cfg, fmt.Errorf("upstream url %q: want an absolute http(s) URL", cfg.UpstreamURL)
+	}
+	if cfg.DocsHost == "" {
+		cfg.DocsHost = u.Hostname()
+	}
+	cfg.DocsHost = strings.TrimSuffix(strings.ToLower(cfg.DocsHost), ".")
+	if cfg.UpstreamTimeout < 0 || cfg.MaxBodyBytes < 0 || cfg.MaxUpstreamBytes < 0 {
+		return cfg, errors.New("upstream timeout and byte limits must not be negative")
+	}
+	cfg.UpstreamTimeout = orDefault(cfg.UpstreamTimeout, DefaultUpstreamTimeout)
+	cfg.MaxBodyBytes = orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.MaxUpstreamBytes = orDefault(cfg.MaxUpstreamBytes, DefaultMaxUpstreamBytes)
+	cfg.MaxSessions = orDefault(cfg.MaxSessions, DefaultMaxSessions)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return cfg, nil
+}
+
+func orDefault[T comparable](v, def T) T {
+	var zero T
+	if v == zero {
+		return def
+	}
+	return v
+}
+
+// MCPServer is the underlying SDK server (for in-memory transports).
+func (s *Sidecar) MCPServer() *mcp.Server { return s.server }
+
+// Handler serves /mcp and /healthz.
+func (s *Sidecar) Handler() http.Handler { return s.handler }
+
+func (s *Sidecar) routes() http.Handler {
+	mcpHandler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.server },
+		&mcp.StreamableHTTPOptions{
+			Stateless:                  true, // required for mark3labs/mcp-go and 2026-07-28 clients
+			JSONResponse:               true,
+			MaxRequestBodyBytes:        s.cfg.MaxBodyBytes,
+			DisableLocalhostProtection: s.cfg.DisableLocalhostProtection,
+		})
+	mux := http.NewServeMux()
+	mux.Handle(MCPPath, s.front(mcpHandler))
+	mux.HandleFunc("GET "+HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	return mux
+}
+
+// CheckUpstream connects to the upstream and checks its tool list now,
+// instead of at the first call. It returns the per-tool problems found.
+func (s *Sidecar) CheckUpstream(ctx context.Context) (map[string]error, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
+	defer cancel()
+	_, problems, err := s.up.session(ctx)
+	return problems, err
+}
+
+// Serve serves on ln until ctx is cancelled, then shuts down gracefully:
+// it stops accepting, lets in-flight calls finish (they are bounded by the
+// upstream timeout), closes the upstream session and syncs the audit log.
+func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ConnContext:       s.connContext,
+		ConnState:         s.connState,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	go s.checkAtStart(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var serveErr error
+	select {
+	case serveErr = <-errc:
+	case <-ctx.Done():
+		grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UpstreamTimeout+5*time.Second)
+		serveErr = srv.Shutdown(grace)
+		cancel()
+	}
+	s.up.close()
+	if errors.Is(serveErr, http.ErrServerClosed) {
+		serveErr = nil
+	}
+	if serveErr != nil {
+		serveErr = fmt.Errorf("serving MCP: %w", serveErr)
+	}
+	return errors.Join(serveErr, s.audit.Close())
+}
+
+func (s *Sidecar) checkAtStart(ctx context.Context) {
+	problems, err := s.CheckUpstream(ctx)
+	if err != nil {
+		s.log.Warn("upstream not reachable at start; will retry on the first call", "upstream", s.cfg.UpstreamURL, "error", err)
+		return
+	}
+	s.log.Info("upstream checked", "upstream", s.cfg.UpstreamURL, "disabled_tools", len(problems))
+}
