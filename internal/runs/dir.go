@@ -23,10 +23,12 @@ type Dir struct {
 // so a workload cannot fill the host's disk through the harness.
 const MaxCopyBytes = 64 << 20
 
-// Create makes a new, unique run directory under base/runs. Uniqueness comes
+// DefaultRunsDir holds the run directories unless --runs-dir says otherwise.
+const DefaultRunsDir = ".docker_sandbox/runs"
+
+// Create makes a new, unique run directory in runsDir. Uniqueness comes
 // from Mkdir failing on an existing name, not from the clock alone.
-func Create(base string, now time.Time) (*Dir, error) {
-	runsDir := filepath.Join(base, "runs")
+func Create(runsDir string, now time.Time) (*Dir, error) {
 	if err := os.MkdirAll(runsDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating runs directory %s: %w", runsDir, err)
 	}

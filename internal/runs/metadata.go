@@ -102,9 +102,8 @@ type Summary struct {
 	MetaErr error
 }
 
-// List returns the runs under base/runs, newest first.
-func List(base string) ([]Summary, error) {
-	dir := filepath.Join(base, "runs")
+// List returns the runs in dir, newest first.
+func List(dir string) ([]Summary, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -138,16 +137,15 @@ func ReadMetadata(path string) (*Metadata, error) {
 	return &m, nil
 }
 
-// Resolve finds a run by id or path: an existing directory path wins, then
-// base/runs/<id>, then a unique id prefix.
-func Resolve(base, ref string) (string, error) {
+// Resolve finds a run by path, by id in runsDir, or by a unique id prefix.
+func Resolve(runsDir, ref string) (string, error) {
 	if st, err := os.Stat(ref); err == nil && st.IsDir() && strings.ContainsRune(ref, filepath.Separator) {
 		return ref, nil
 	}
 	if strings.ContainsAny(ref, `/\`) || ref == "" || ref == "." || ref == ".." {
 		return "", fmt.Errorf("run %q: not found", ref)
 	}
-	all, err := List(base)
+	all, err := List(runsDir)
 	if err != nil {
 		return "", err
 	}
@@ -162,9 +160,9 @@ func Resolve(base, ref string) (string, error) {
 	}
 	switch len(hits) {
 	case 1:
-		return filepath.Join(base, "runs", hits[0]), nil
+		return filepath.Join(runsDir, hits[0]), nil
 	case 0:
-		return "", fmt.Errorf("run %q: not found under %s", ref, filepath.Join(base, "runs"))
+		return "", fmt.Errorf("run %q: not found in %s", ref, runsDir)
 	}
 	return "", fmt.Errorf("run %q: ambiguous, matches %s", ref, strings.Join(hits, ", "))
 }
