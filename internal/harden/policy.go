@@ -14,6 +14,10 @@ const (
 	LayerLandlockNet = "landlock-net" // Landlock TCP connect/bind rules (ABI >= 4)
 	LayerNoSpawn     = "no-spawn"     // seccomp filter refusing execve/execveat
 	LayerNoUnix      = "no-unix"      // seccomp filter refusing AF_UNIX sockets
+	// LayerSyscallDeny is the seccomp filter's baseline: ptrace, namespaces,
+	// mount, keyrings, io_uring, bpf and friends, refused even when the
+	// container runs without Docker's seccomp profile.
+	LayerSyscallDeny = "syscall-deny"
 )
 
 // Policy is what one role (agent, sidecar, gateway, probe) locks itself down

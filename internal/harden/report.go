@@ -1,0 +1,72 @@
+package harden
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// ReportSchema is the value of [Report.Schema].
+const ReportSchema = "mcpsidecar.harden-report/v1"
+
+// ReportFile is the name a role gives its report in its output directory;
+// the host merges it into landlock-policy.json and run-metadata.json.
+const ReportFile = "harden-report.json"
+
+// Report describes what [Apply] enforced. It is written even when Apply
+// fails, so the host can show how far it got.
+type Report struct {
+	Schema string `json:"schema"`
+	Role   string `json:"role"`
+
+	KernelLandlockABI int `json:"kernel_landlock_abi"`
+	// EnforcedLandlockABI is the ABI whose rights the ruleset handles (0
+	// when no Landlock ruleset was enforced).
+	EnforcedLandlockABI int `json:"enforced_landlock_abi"`
+
+	Layers       []LayerStatus `json:"layers"`
+	Degradations []string      `json:"degradations"`
+
+	NoNewPrivs     bool     `json:"no_new_privs"`
+	DeniedSyscalls []string `json:"denied_syscalls"`
+	// MissingPaths are policy paths absent here; they were granted nothing.
+	MissingPaths    []string `json:"missing_paths,omitempty"`
+	GoMaxProcs      int      `json:"gomaxprocs"`
+	GoMemLimitBytes int64    `json:"gomemlimit_bytes"`
+	SIGXFSZIgnored  bool     `json:"sigxfsz_ignored"`
+
+	DurationMicros int64  `json:"duration_us"`
+	Error          string `json:"error,omitempty"`
+}
+
+// LayerStatus is one layer's outcome.
+type LayerStatus struct {
+	Name     string `json:"name"`
+	Required bool   `json:"required"` // false when the policy accepts best effort
+	Enforced bool   `json:"enforced"`
+	Detail   string `json:"detail,omitempty"`
+}
+
+// WriteReport writes r as dir/[ReportFile]. It refuses to follow a symlink
+// at that name: the directory is writable by the workload.
+func WriteReport(dir string, r Report) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding harden report: %w", err)
+	}
+	path := filepath.Join(dir, ReportFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return fmt.Errorf("writing harden report: %w", err)
+	}
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		f.Close()
+		return fmt.Errorf("writing harden report %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("writing harden report %s: %w", path, err)
+	}
+	return nil
+}
