@@ -55,9 +55,9 @@ func withABI(v int) system {
 
 // childOutput is what a child prints on stdout.
 type childOutput struct {
-	Report      Report        `json:"report"`
-	ApplyError  string        `json:"apply_error,omitempty"`
-	Unavailable *struct {     // set when Apply returned *UnavailableError
+	Report      Report    `json:"report"`
+	ApplyError  string    `json:"apply_error,omitempty"`
+	Unavailable *struct { // set when Apply returned *UnavailableError
 		Layer     string `json:"layer"`
 		KernelABI int    `json:"kernel_abi"`
 	} `json:"unavailable,omitempty"`
