@@ -218,11 +218,15 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 	return errors.Join(serveErr, s.audit.Close())
 }
 
+// checkAtStart connects and checks the upstream's tools once at start. Its
+// requests get their own trace-id, logged here, so the gateway lines they
+// cause can be joined too.
 func (s *Sidecar) checkAtStart(ctx context.Context) {
-	problems, err := s.CheckUpstream(ctx)
+	corr := newTraceID()
+	problems, err := s.CheckUpstream(withTraceID(ctx, corr))
 	if err != nil {
-		s.log.Warn("upstream not reachable at start; will retry on the first call", "upstream", s.cfg.UpstreamURL, "error", err)
+		s.log.Warn("upstream not reachable at start; will retry on the first call", "upstream", s.cfg.UpstreamURL, "correlation_id", corr, "error", err)
 		return
 	}
-	s.log.Info("upstream checked", "upstream", s.cfg.UpstreamURL, "disabled_tools", len(problems))
+	s.log.Info("upstream checked", "upstream", s.cfg.UpstreamURL, "correlation_id", corr, "disabled_tools", len(problems))
 }
