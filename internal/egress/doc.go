@@ -1,0 +1,21 @@
+// Package egress is the sandbox's egress gateway: an HTTP forward proxy
+// (absolute-URI requests) and CONNECT tunnel proxy that denies by default.
+//
+// For every request it, in this order: parses and normalises the target;
+// checks the port; matches the name against the allowlist before any DNS
+// lookup (a denied name never leaves as a query); resolves the name with an
+// injectable [Resolver]; refuses the request when any resolved address is
+// not public and not covered by allowed_ip_addresses; and dials exactly an
+// address it checked (the dialer's ControlContext checks it once more at
+// socket level, and no second lookup happens). Every request but the
+// readiness probe produces one [Decision] line in the decision log.
+//
+// The rules themselves (grammar, normalisation, address classes) belong to
+// internal/netpolicy; this package must not grow its own. It does not read
+// flags or the environment (internal/cli does), never terminates TLS and
+// never skips TLS verification, and never forwards Proxy-* headers.
+//
+// It also reads Squid's access log, written in [SquidLogFormat], into the
+// same [Decision] records, so a run with the Squid engine yields the same
+// egress-decisions.jsonl.
+package egress

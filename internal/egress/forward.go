@@ -1,0 +1,191 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+// forwardState carries one forwarded request's checked target into the
+// transport's dialer, and the outcome back.
+type forwardState struct {
+	target *target
+	dialed netip.Addr
+	err    error
+}
+
+type forwardKey struct{}
+
+// newForwarder builds the plain-HTTP forwarder: a ReverseProxy whose
+// transport dials only the request's checked addresses, never consults
+// HTTP(S)_PROXY, verifies TLS (for https absolute URIs) and keeps no
+// idle connections (each request's decision names the address it used).
+func (g *Gateway) newForwarder() http.Handler {
+	tr := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            g.dialForward,
+		DisableKeepAlives:      true,
+		TLSHandshakeTimeout:    g.limits.DialTimeout,
+		MaxResponseHeaderBytes: 1 << 20,
+	}
+	return &httputil.ReverseProxy{
+		Rewrite:      rewriteForward,
+		Transport:    tr,
+		ErrorHandler: g.forwardError,
+		ErrorLog:     nil,
+	}
+}
+
+// rewriteForward sends the request on as the client wrote it, minus every
+// Proxy-* header: the threat is proxy credentials (Proxy-Authorization)
+// leaking to an upstream. Hop-by-hop headers are removed by ReverseProxy.
+func rewriteForward(pr *httputil.ProxyRequest) {
+	u := *pr.In.URL
+	pr.Out.URL = &u
+	pr.Out.Host = ""
+	for k := range pr.Out.Header {
+		if strings.HasPrefix(http.CanonicalHeaderKey(k), "Proxy-") {
+			delete(pr.Out.Header, k)
+		}
+	}
+}
+
+func (g *Gateway) dialForward(ctx context.Context, _, _ string) (net.Conn, error) {
+	st, _ := ctx.Value(forwardKey{}).(*forwardState)
+	if st == nil || st.target == nil {
+		return nil, errors.New("forward dial without a checked target")
+	}
+	c, a, err := g.dialTarget(ctx, st.target)
+	st.dialed = a
+	return c, err
+}
+
+func (g *Gateway) forwardError(w http.ResponseWriter, r *http.Request, err error) {
+	if st, _ := r.Context().Value(forwardKey{}).(*forwardState); st != nil {
+		st.err = err
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(http.StatusBadGateway)
+	fmt.Fprintf(w, "mcpsidecar egress gateway: upstream: %v\n", err)
+}
+
+// serveForward handles an absolute-URI request (http:// or https://).
+func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decision) {
+	t, dn := g.checkForward(r, d)
+	if dn != nil {
+		g.refuse(w, d, dn)
+		return
+	}
+	st := &forwardState{target: t}
+	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), forwardKey{}, st), g.limits.MaxDuration)
+	defer cancel()
+	body := &countingReader{r: r.Body}
+	r2 := r.WithContext(ctx)
+	if r.Body != nil && r.Body != http.NoBody {
+		r2.Body = body
+	}
+	cw := &countingWriter{ResponseWriter: w}
+	w.Header().Set("Connection", "close")
+	g.fwd.ServeHTTP(cw, r2)
+	d.Decision = Allow
+	if st.dialed.IsValid() {
+		d.ResolvedIP = st.dialed.String()
+	}
+	d.BytesUp, d.BytesDown = body.n.Load(), cw.n.Load()
+	if st.err != nil {
+		d.Error = st.err.Error()
+	}
+	g.record(d)
+}
+
+// checkForward validates an absolute-URI request and authorizes its
+// target.
+func (g *Gateway) checkForward(r *http.Request, d *Decision) (*target, *denial) {
+	u := r.URL
+	d.Host = truncate(u.Hostname(), 255)
+	if u.User != nil {
+		return nil, deny(http.StatusForbidden, "user information in the URL is refused")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, deny(http.StatusForbidden, "scheme %q is not proxied (http and https only)", truncate(u.Scheme, 32))
+	}
+	port := u.Port()
+	if port == "" {
+		port = defaultPort(u.Scheme)
+	}
+	if dn := checkHostHeader(r, u.Hostname(), port, false); dn != nil {
+		return nil, dn
+	}
+	return g.authorize(r.Context(), d, false, u.Hostname(), port)
+}
+
+// checkHostHeader refuses a request whose Host header names another
+// destination than its target (domain fronting). For CONNECT a Host header
+// without a port is accepted, as clients differ there; for an absolute URI
+// a missing port means the scheme's default.
+func checkHostHeader(r *http.Request, host, port string, connect bool) *denial {
+	hosts, ok := rawHostHeaders(r)
+	if !ok {
+		return deny(http.StatusBadRequest, "request headers could not be read back to check the Host header")
+	}
+	switch {
+	case len(hosts) == 0:
+		return nil
+	case len(hosts) > 1:
+		return deny(http.StatusBadRequest, "request has %d Host headers", len(hosts))
+	}
+	hh, hp := hosts[0], ""
+	if h, p, err := net.SplitHostPort(hh); err == nil {
+		hh, hp = h, p
+	} else if strings.HasPrefix(hh, "[") && strings.HasSuffix(hh, "]") {
+		hh = hh[1 : len(hh)-1]
+	}
+	if hp == "" && !connect {
+		hp = port
+	}
+	want, err := netpolicy.NormalizeHost(host)
+	if err != nil {
+		return nil // the target itself is refused next, with its own reason
+	}
+	got, err := netpolicy.NormalizeHost(hh)
+	if err != nil || got != want || (hp != "" && hp != port) {
+		return deny(http.StatusForbidden, "Host header %q disagrees with the request target %s", truncate(hosts[0], 255), net.JoinHostPort(host, port))
+	}
+	return nil
+}
+
+type countingReader struct {
+	r io.ReadCloser
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+func (c *countingReader) Close() error { return c.r.Close() }
+
+type countingWriter struct {
+	http.ResponseWriter
+	n atomic.Int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach Flush on the real writer.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

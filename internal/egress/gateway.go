@@ -1,0 +1,251 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+// Limits bound what one client, or many, can make the gateway hold.
+type Limits struct {
+	MaxConcurrent     int           // CONNECT tunnels plus forwarded requests in flight
+	MaxHeaderBytes    int           // request line plus headers
+	ReadHeaderTimeout time.Duration // slowloris: a request's headers must arrive within this
+	ResolveTimeout    time.Duration // one DNS lookup
+	DialTimeout       time.Duration // one upstream connect
+	IdleTimeout       time.Duration // a tunnel with no bytes either way is closed
+	MaxDuration       time.Duration // total lifetime of a tunnel or forwarded request
+}
+
+// DefaultLimits are sized for one sandbox run: a handful of clients, a few
+// hundred tunnels at most, model responses that stream for minutes.
+func DefaultLimits() Limits {
+	return Limits{
+		MaxConcurrent:     1024,
+		MaxHeaderBytes:    32 << 10,
+		ReadHeaderTimeout: 10 * time.Second,
+		ResolveTimeout:    5 * time.Second,
+		DialTimeout:       10 * time.Second,
+		IdleTimeout:       5 * time.Minute,
+		MaxDuration:       time.Hour,
+	}
+}
+
+// Options configure a [Gateway].
+type Options struct {
+	Policy   *netpolicy.Policy // required
+	Log      *DecisionLog      // required
+	Resolver Resolver          // nil: net.DefaultResolver
+	RunID    string            // copied into every decision line
+	Limits   Limits            // zero fields take DefaultLimits
+	Logger   *slog.Logger      // operational errors; nil: discarded
+}
+
+// Gateway is the egress proxy. Serve it with [Gateway.Serve]; stop it
+// with [Gateway.Shutdown].
+type Gateway struct {
+	policy   *netpolicy.Policy
+	log      *DecisionLog
+	resolver Resolver
+	runID    string
+	limits   Limits
+	logger   *slog.Logger
+	slots    chan struct{}
+	srv      *http.Server
+	fwd      http.Handler
+	// dial connects to one checked address; tests replace it so that no
+	// packet leaves the machine.
+	dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	now  func() time.Time
+
+	mu      sync.Mutex
+	closing bool
+	tunnels map[*tunnel]struct{}
+	wg      sync.WaitGroup
+	active  atomic.Int64
+}
+
+// New builds a Gateway from opts.
+func New(opts Options) (*Gateway, error) {
+	if opts.Policy == nil || opts.Log == nil {
+		return nil, errors.New("egress gateway: policy and decision log are required")
+	}
+	g := &Gateway{
+		policy:   opts.Policy,
+		log:      opts.Log,
+		resolver: opts.Resolver,
+		runID:    opts.RunID,
+		limits:   withDefaults(opts.Limits),
+		logger:   opts.Logger,
+		tunnels:  map[*tunnel]struct{}{},
+		now:      time.Now,
+	}
+	if g.resolver == nil {
+		g.resolver = net.DefaultResolver
+	}
+	if g.logger == nil {
+		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	g.slots = make(chan struct{}, g.limits.MaxConcurrent)
+	d := &net.Dialer{Timeout: g.limits.DialTimeout, ControlContext: g.control}
+	g.dial = d.DialContext
+	g.fwd = g.newForwarder()
+	g.srv = &http.Server{
+		Handler:           g,
+		MaxHeaderBytes:    g.limits.MaxHeaderBytes,
+		ReadHeaderTimeout: g.limits.ReadHeaderTimeout,
+		ReadTimeout:       0, // bodies and tunnels have their own limits
+		IdleTimeout:       g.limits.ReadHeaderTimeout,
+		ConnContext:       rawHeaderContext,
+		ErrorLog:          slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn),
+	}
+	return g, nil
+}
+
+func withDefaults(l Limits) Limits {
+	d := DefaultLimits()
+	set := func(v *time.Duration, def time.Duration) {
+		if *v <= 0 {
+			*v = def
+		}
+	}
+	if l.MaxConcurrent <= 0 {
+		l.MaxConcurrent = d.MaxConcurrent
+	}
+	if l.MaxHeaderBytes <= 0 {
+		l.MaxHeaderBytes = d.MaxHeaderBytes
+	}
+	set(&l.ReadHeaderTimeout, d.ReadHeaderTimeout)
+	set(&l.ResolveTimeout, d.ResolveTimeout)
+	set(&l.DialTimeout, d.DialTimeout)
+	set(&l.IdleTimeout, d.IdleTimeout)
+	set(&l.MaxDuration, d.MaxDuration)
+	return l
+}
+
+// Serve accepts connections on ln until [Gateway.Shutdown]; it then
+// returns nil.
+func (g *Gateway) Serve(ln net.Listener) error {
+	err := g.srv.Serve(&recordingListener{Listener: ln, limit: g.limits.MaxHeaderBytes + 4096})
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting, closes every open tunnel, waits (until ctx is
+// done) for forwarded requests to finish, and waits for every decision
+// line to be written. The caller then closes the [DecisionLog].
+func (g *Gateway) Shutdown(ctx context.Context) error {
+	g.mu.Lock()
+	g.closing = true
+	for t := range g.tunnels {
+		t.close()
+	}
+	g.mu.Unlock()
+	err := g.srv.Shutdown(ctx)
+	if err != nil {
+		g.srv.Close()
+	}
+	done := make(chan struct{})
+	go func() { g.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for tunnels to close: %w", ctx.Err())
+	}
+	if err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+// ServeHTTP routes one request: CONNECT, absolute-URI forward, or the
+// readiness probe.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodConnect && !r.URL.IsAbs() {
+		g.serveOrigin(w, r)
+		return
+	}
+	g.wg.Add(1)
+	defer g.wg.Done()
+	d := g.newDecision(r)
+	select {
+	case g.slots <- struct{}{}:
+		defer func() { <-g.slots }()
+	default:
+		g.refuse(w, d, deny(http.StatusServiceUnavailable, "gateway at capacity: %d concurrent tunnels and requests", g.limits.MaxConcurrent))
+		return
+	}
+	if r.Method == http.MethodConnect {
+		g.serveConnect(w, r, d)
+		return
+	}
+	g.serveForward(w, r, d)
+}
+
+// serveOrigin answers origin-form requests: only the readiness probe.
+// Nothing here is proxied, so an origin-form request for anything else is
+// a client that forgot it talks to a proxy.
+func (g *Gateway) serveOrigin(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+		return
+	}
+	d := g.newDecision(r)
+	d.Host = truncate(r.Host, 255)
+	g.refuse(w, d, deny(http.StatusBadRequest, "not a proxy request: send an absolute URI or CONNECT host:port"))
+}
+
+func (g *Gateway) newDecision(r *http.Request) *Decision {
+	return &Decision{
+		Time:          g.now().UTC(),
+		RunID:         g.runID,
+		Client:        r.RemoteAddr,
+		Method:        truncate(r.Method, 32),
+		CorrelationID: traceID(r.Header.Values("Traceparent")),
+	}
+}
+
+// refuse logs d as a denial and answers the client with the reason.
+func (g *Gateway) refuse(w http.ResponseWriter, d *Decision, dn *denial) {
+	d.Decision = Deny
+	d.Reason = dn.reason
+	g.record(d)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Connection", "close")
+	w.WriteHeader(dn.status)
+	fmt.Fprintf(w, "mcpsidecar egress gateway: denied: %s\n", dn.reason)
+}
+
+func (g *Gateway) record(d *Decision) {
+	d.DurationMS = float64(g.now().Sub(d.Time).Microseconds()) / 1000
+	if err := g.log.Record(*d); err != nil {
+		g.logger.Error("recording decision", "err", err)
+	}
+}
+
+// hostPort splits what the dial target is, with the scheme's default port.
+func defaultPort(scheme string) string {
+	if scheme == "https" {
+		return "443"
+	}
+	return "80"
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,154 @@
+package egress
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// tunnel relays bytes between a client and an upstream connection.
+//
+// An idle tunnel holds no copy buffer: each direction waits for its socket
+// to become readable first and only then takes a buffer from a pool. The
+// gateway can then hold thousands of idle tunnels (model streams, MCP
+// sessions) in a few megabytes.
+type tunnel struct {
+	client, upstream net.Conn
+	idle             time.Duration
+	end              time.Time // hard deadline: the tunnel's MaxDuration
+	up, down         atomic.Int64
+	lastTouch        atomic.Int64 // unix nanoseconds of the last deadline push
+	closeOnce        sync.Once
+}
+
+const copyBufSize = 32 << 10
+
+var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
+
+func newTunnel(client, upstream net.Conn, idle time.Duration, end time.Time) *tunnel {
+	return &tunnel{client: client, upstream: upstream, idle: idle, end: end}
+}
+
+func (t *tunnel) close() {
+	t.closeOnce.Do(func() {
+		t.client.Close()
+		t.upstream.Close()
+	})
+}
+
+// touch pushes both connections' deadlines to now+idle (capped at the hard
+// end), at most every idle/16 so busy tunnels do not pay for it per read.
+func (t *tunnel) touch() {
+	now := time.Now()
+	last := t.lastTouch.Load()
+	if now.UnixNano()-last < int64(t.idle/16) || !t.lastTouch.CompareAndSwap(last, now.UnixNano()) {
+		return
+	}
+	dl := now.Add(t.idle)
+	if dl.After(t.end) {
+		dl = t.end
+	}
+	t.client.SetDeadline(dl)
+	t.upstream.SetDeadline(dl)
+}
+
+// run relays until both directions are done. pending holds bytes the
+// client sent right behind its CONNECT request.
+func (t *tunnel) run(pending *bufio.Reader) error {
+	defer t.close()
+	t.touch()
+	if n := pending.Buffered(); n > 0 {
+		b, _ := pending.Peek(n)
+		m, err := t.upstream.Write(b)
+		t.up.Add(int64(m))
+		if err != nil {
+			return err
+		}
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- t.pipe(t.upstream, t.client, &t.up) }()
+	err := t.pipe(t.client, t.upstream, &t.down)
+	err2 := <-errc
+	return quiet(errors.Join(err, err2))
+}
+
+// pipe copies src to dst until EOF (then half-closes dst) or an error
+// (then closes both, ending the other direction too).
+func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64) error {
+	full := false
+	for {
+		if !full {
+			if err := waitReadable(src); err != nil {
+				t.close()
+				return err
+			}
+		}
+		bp := copyBufs.Get().(*[]byte)
+		nr, rerr := src.Read(*bp)
+		if nr > 0 {
+			t.touch()
+			nw, werr := dst.Write((*bp)[:nr])
+			n.Add(int64(nw))
+			if werr != nil {
+				copyBufs.Put(bp)
+				t.close()
+				return werr
+			}
+		}
+		full = nr == len(*bp)
+		copyBufs.Put(bp)
+		if rerr == io.EOF {
+			closeWrite(dst)
+			return nil
+		}
+		if rerr != nil {
+			t.close()
+			return rerr
+		}
+	}
+}
+
+// waitReadable blocks until c has data (or EOF, or an error) without
+// holding a buffer. Connections that are not sockets just return.
+func waitReadable(c net.Conn) error {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var one [1]byte
+	err = rc.Read(func(fd uintptr) bool {
+		_, _, err := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		return err != syscall.EAGAIN
+	})
+	return err
+}
+
+func closeWrite(c net.Conn) {
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		cw.CloseWrite()
+		return
+	}
+	c.Close()
+}
+
+// quiet drops the errors that are the normal end of a tunnel: the peer or
+// the gateway closed it.
+func quiet(err error) error {
+	if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+		return nil
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return errors.New("tunnel idle or over its time limit")
+	}
+	return err
+}
