@@ -174,7 +174,11 @@ func (l *loop) ask(ctx context.Context, turn int) (openai.ChatCompletionMessage,
 // nudge reminds a model that stopped without saving, once; then gives up.
 func (l *loop) nudge(msg openai.ChatCompletionMessage) error {
 	if l.nudges >= maxNudges {
-		return fmt.Errorf("%w: model stopped without calling %s", errFatal, ToolSaveAnswer)
+		err := fmt.Errorf("%w: model stopped without calling %s", errFatal, ToolSaveAnswer)
+		if l.tools.refused != "" {
+			err = fmt.Errorf("%w (it was refused last: %s)", err, l.tools.refused)
+		}
+		return err
 	}
 	l.nudges++
 	msg.Role = openai.ChatMessageRoleAssistant

@@ -45,6 +45,8 @@ type toolset struct {
 	formatRead bool
 	searched   bool
 	answer     *string
+	// refused is why save_answer was last refused, for the final error.
+	refused string
 }
 
 // newToolset lists the sidecar's tools and builds the offer. A sidecar tool
@@ -165,6 +167,7 @@ func (t *toolset) save(turn int, args map[string]any) (string, error) {
 		return "", fmt.Errorf("%w: malformed arguments for tool %s: want exactly {\"text\": string}, got %s", errFatal, ToolSaveAnswer, keys(args))
 	}
 	if missing := t.missingSteps(); missing != "" {
+		t.refused = missing
 		t.record(turn, ToolSaveAnswer, "", time.Now(), errors.New("refused: "+missing))
 		return "error: not saved: " + missing, nil
 	}
