@@ -1,0 +1,320 @@
+package orchestrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+)
+
+// Session carries out one [Plan] and remembers everything it created, so
+// [Session.Teardown] can undo exactly that on every path.
+type Session struct {
+	Engine dockerx.Engine
+	Plan   Plan
+	// HTTP is used for readiness checks; the host reaches containers on
+	// the run's own bridge networks directly.
+	HTTP *http.Client
+
+	Networks   []CreatedNetwork
+	Containers []*Container
+}
+
+// CreatedNetwork is a network the session created.
+type CreatedNetwork struct {
+	Name     string
+	ID       string
+	Internal bool
+}
+
+// Container is a container the session created and what became of it.
+type Container struct {
+	Step     Step
+	ID       string
+	ExitCode *int
+	TimedOut bool
+	IPs      map[string]string
+	peak     func() uint64
+	wait     <-chan dockerx.WaitResult
+}
+
+// PeakMemory is the highest memory use seen while the container ran.
+func (c *Container) PeakMemory() uint64 {
+	if c.peak == nil {
+		return 0
+	}
+	return c.peak()
+}
+
+// NewSession prepares to apply plan through engine.
+func NewSession(engine dockerx.Engine, plan Plan) *Session {
+	return &Session{Engine: engine, Plan: plan, HTTP: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}}
+}
+
+// CreateNetworks creates the plan's networks.
+func (s *Session) CreateNetworks(ctx context.Context) error {
+	for _, n := range s.Plan.Networks {
+		id, err := s.Engine.CreateNetwork(ctx, n)
+		if err != nil {
+			return err
+		}
+		s.Networks = append(s.Networks, CreatedNetwork{Name: n.Name, ID: id, Internal: n.Internal})
+	}
+	return nil
+}
+
+// Step returns the plan's step for role.
+func (s *Session) Step(role string) (Step, bool) {
+	for _, st := range s.Plan.Containers {
+		if st.Role == role {
+			return st, true
+		}
+	}
+	return Step{}, false
+}
+
+// Find returns the created container of role, or nil.
+func (s *Session) Find(role string) *Container {
+	for _, c := range s.Containers {
+		if c.Step.Role == role {
+			return c
+		}
+	}
+	return nil
+}
+
+// create creates the step's container and registers the wait before start.
+func (s *Session) create(ctx context.Context, st Step) (*Container, error) {
+	id, err := s.Engine.CreateContainer(ctx, st.Spec)
+	if id != "" {
+		// Recorded even when connecting a second network failed, so
+		// teardown removes it.
+		s.Containers = append(s.Containers, &Container{Step: st, ID: id})
+	}
+	if err != nil {
+		return nil, err
+	}
+	c := s.Containers[len(s.Containers)-1]
+	c.wait = s.Engine.WaitContainer(context.WithoutCancel(ctx), id)
+	return c, nil
+}
+
+// StartService creates and starts a long-running role and waits until its
+// readiness check answers 200, the container exits, or readyTimeout passes.
+func (s *Session) StartService(ctx context.Context, role string, readyTimeout time.Duration) error {
+	st, ok := s.Step(role)
+	if !ok {
+		return fmt.Errorf("starting %s: not in the plan", role)
+	}
+	c, err := s.create(ctx, st)
+	if err != nil {
+		return err
+	}
+	c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
+	if err := s.Engine.StartContainer(ctx, c.ID); err != nil {
+		return err
+	}
+	if st.Ready == nil {
+		return nil
+	}
+	return s.awaitReady(ctx, c, readyTimeout)
+}
+
+func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Duration) error {
+	state, err := s.Engine.InspectContainer(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	c.IPs = state.IPs
+	ip := state.IPs[c.Step.Ready.Network]
+	if ip == "" {
+		return fmt.Errorf("checking %s readiness: no address on network %s", c.Step.Role, c.Step.Ready.Network)
+	}
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(c.Step.Ready.Port)) + c.Step.Ready.Path
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var last error
+	for {
+		if last = s.probe(ctx, url); last == nil {
+			return nil
+		}
+		select {
+		case r := <-c.wait:
+			code := r.ExitCode
+			c.ExitCode = &code
+			return fmt.Errorf("%s exited with code %d before it was ready", c.Step.Role, code)
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return fmt.Errorf("%s not ready after %s: GET %s: %w", c.Step.Role, timeout, url, last)
+			}
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (s *Session) probe(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	res, err := s.HTTP.Do(req)
+	if err != nil {
+		return err
+	}
+	io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
+	res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", res.StatusCode)
+	}
+	return nil
+}
+
+// Running is a started workload container whose output is streaming.
+type Running struct {
+	c    *Container
+	done <-chan error
+}
+
+// StartWorkload creates the workload container, attaches its stdout and
+// stderr to the writers (before start, so nothing is lost) and starts it.
+func (s *Session) StartWorkload(ctx context.Context, role string, stdout, stderr io.Writer) (*Running, error) {
+	st, ok := s.Step(role)
+	if !ok {
+		return nil, fmt.Errorf("running %s: not in the plan", role)
+	}
+	c, err := s.create(ctx, st)
+	if err != nil {
+		return nil, err
+	}
+	done, err := s.Engine.AttachContainer(context.WithoutCancel(ctx), c.ID, stdout, stderr)
+	if err != nil {
+		return nil, err
+	}
+	c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
+	if err := s.Engine.StartContainer(ctx, c.ID); err != nil {
+		return nil, err
+	}
+	return &Running{c: c, done: done}, nil
+}
+
+// Wait waits for the workload to exit. Past timeout it is killed and
+// recorded as timed out; when ctx ends (a signal) it is killed too.
+func (s *Session) Wait(ctx context.Context, w *Running, timeout time.Duration) (int, error) {
+	return s.awaitExit(ctx, w.c, w.done, timeout)
+}
+
+func (s *Session) awaitExit(ctx context.Context, c *Container, done <-chan error, timeout time.Duration) (int, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var cause error
+	select {
+	case r := <-c.wait:
+		<-drain(done)
+		code := r.ExitCode
+		c.ExitCode = &code
+		return code, r.Err
+	case <-timer.C:
+		c.TimedOut = true
+		cause = fmt.Errorf("%s still running after the %s timeout; killed", c.Step.Role, timeout)
+	case <-ctx.Done():
+		cause = fmt.Errorf("%s interrupted: %w", c.Step.Role, ctx.Err())
+	}
+	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	_ = s.Engine.KillContainer(kctx, c.ID, "KILL")
+	select {
+	case r := <-c.wait:
+		code := r.ExitCode
+		c.ExitCode = &code
+	case <-kctx.Done():
+	}
+	<-drain(done)
+	return -1, cause
+}
+
+// drain waits briefly for the output stream to finish after an exit, so
+// the last lines are not lost, without hanging on a stuck stream.
+func drain(done <-chan error) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		select {
+		case <-done:
+		case <-time.After(2 * time.Second):
+		}
+		close(out)
+	}()
+	return out
+}
+
+// Logs copies a service container's output.
+func (s *Session) Logs(ctx context.Context, role string, stdout, stderr io.Writer) error {
+	c := s.Find(role)
+	if c == nil {
+		return fmt.Errorf("reading %s logs: no such container", role)
+	}
+	return s.Engine.Logs(ctx, c.ID, stdout, stderr)
+}
+
+// Stop kills the service containers (not yet removed) and records their
+// exit codes, so metadata can say how each ended.
+func (s *Session) Stop(ctx context.Context) {
+	for _, c := range s.Containers {
+		if c.ExitCode != nil || c.wait == nil {
+			continue
+		}
+		_ = s.Engine.KillContainer(ctx, c.ID, "TERM")
+		select {
+		case r := <-c.wait:
+			code := r.ExitCode
+			c.ExitCode = &code
+		case <-time.After(5 * time.Second):
+			_ = s.Engine.KillContainer(ctx, c.ID, "KILL")
+		}
+	}
+}
+
+// Teardown removes every container the session created (in reverse order),
+// then every network. It keeps going past errors and returns them joined.
+func (s *Session) Teardown(ctx context.Context) error {
+	var errs []error
+	for i := len(s.Containers) - 1; i >= 0; i-- {
+		if err := s.Engine.RemoveContainer(ctx, s.Containers[i].ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for i := len(s.Networks) - 1; i >= 0; i-- {
+		if err := s.Engine.RemoveNetwork(ctx, s.Networks[i].ID); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// RemoveCommand is the docker command that removes what --keep kept.
+func (s *Session) RemoveCommand() []string {
+	cmd := []string{"sh", "-c"}
+	var parts []string
+	if len(s.Containers) > 0 {
+		rm := []string{"docker", "rm", "--force"}
+		for _, c := range s.Containers {
+			rm = append(rm, c.Step.Spec.Name)
+		}
+		parts = append(parts, strings.Join(rm, " "))
+	}
+	if len(s.Networks) > 0 {
+		rm := []string{"docker", "network", "rm"}
+		for _, n := range s.Networks {
+			rm = append(rm, n.Name)
+		}
+		parts = append(parts, strings.Join(rm, " "))
+	}
+	return append(cmd, strings.Join(parts, " && "))
+}

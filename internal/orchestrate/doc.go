@@ -1,0 +1,11 @@
+// Package orchestrate turns a resolved profile into a [Plan] — the exact
+// networks and containers of one run, with every mount, limit, capability,
+// security option, environment variable, label and alias — and then carries
+// a plan out ([Apply]) and undoes it ([Teardown]).
+//
+// Decide purely, act thinly: [NewPlan] performs no I/O and is tested field by
+// field without Docker; Apply and Teardown only execute a plan through the
+// dockerx.Engine interface. This package never imports the Docker SDK,
+// never reads flags or the environment, and never writes artifacts (the
+// caller does, through internal/runs).
+package orchestrate

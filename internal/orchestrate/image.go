@@ -1,0 +1,102 @@
+package orchestrate
+
+import (
+	"bytes"
+	"context"
+	"debug/elf"
+	"fmt"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+)
+
+// ImageSource is what the FROM-scratch image is made of besides the
+// Dockerfile, passwd and group that the spec compiler defines.
+type ImageSource struct {
+	Binary  []byte // the static mcpsidecar binary
+	CACerts []byte // PEM bundle for TLS to allowed upstreams
+}
+
+// CheckStatic refuses a binary that needs a dynamic loader: the image has
+// none, so such a binary could not start in the container.
+func CheckStatic(bin []byte) error {
+	f, err := elf.NewFile(bytes.NewReader(bin))
+	if err != nil {
+		return fmt.Errorf("reading the mcpsidecar binary as ELF: %w", err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("the mcpsidecar binary is dynamically linked; rebuild it static with CGO_ENABLED=0 (make build)")
+		}
+	}
+	return nil
+}
+
+// NewImage assembles the image's files and its content-hash tag
+// (spec.ImageTag: a changed binary never reuses a stale image).
+func NewImage(src ImageSource, labels map[string]string) (dockerx.ImageFiles, error) {
+	if err := CheckStatic(src.Binary); err != nil {
+		return dockerx.ImageFiles{}, err
+	}
+	tag, err := spec.ImageTag([]byte(spec.Dockerfile), bytes.NewReader(src.Binary))
+	if err != nil {
+		return dockerx.ImageFiles{}, err
+	}
+	bin := dockerx.File{Name: "mcpsidecar", Mode: 0o755, Data: src.Binary}
+	return dockerx.ImageFiles{
+		Tag: tag, Dockerfile: []byte(spec.Dockerfile), Labels: labels,
+		Context: []dockerx.File{bin,
+			{Name: "ca-certificates.crt", Mode: 0o644, Data: src.CACerts},
+			{Name: "passwd", Mode: 0o644, Data: []byte(spec.Passwd)},
+			{Name: "group", Mode: 0o644, Data: []byte(spec.Group)},
+		},
+		RootFS: []dockerx.File{bin,
+			{Name: "etc/ssl/certs/ca-certificates.crt", Mode: 0o644, Data: src.CACerts},
+			{Name: "etc/passwd", Mode: 0o644, Data: []byte(spec.Passwd)},
+			{Name: "etc/group", Mode: 0o644, Data: []byte(spec.Group)},
+		},
+		// The Dockerfile's USER and ENTRYPOINT, for the import path.
+		Changes: []string{"USER " + spec.User, `ENTRYPOINT ["/mcpsidecar"]`},
+	}, nil
+}
+
+// Image methods, as recorded in run-metadata.json.
+const (
+	MethodReused = "reused"
+	MethodBuild  = "build"
+	MethodImport = "import"
+)
+
+// EnsureImage reuses img when the engine has its tag; otherwise it builds
+// it with the classic builder and, if the engine refuses that, imports the
+// same files as a root filesystem. forceImport skips the builder.
+func EnsureImage(ctx context.Context, e dockerx.Engine, img dockerx.ImageFiles, forceImport bool) (string, dockerx.ImageInfo, error) {
+	if info, ok, err := e.InspectImage(ctx, img.Tag); err != nil {
+		return "", info, err
+	} else if ok {
+		return MethodReused, info, nil
+	}
+	method := MethodBuild
+	var buildErr error
+	if !forceImport {
+		buildErr = e.BuildImage(ctx, img)
+	}
+	if forceImport || buildErr != nil {
+		method = MethodImport
+		if err := e.ImportImage(ctx, img); err != nil {
+			if buildErr != nil {
+				return "", dockerx.ImageInfo{}, fmt.Errorf("%w; falling back to import: %w", buildErr, err)
+			}
+			return "", dockerx.ImageInfo{}, err
+		}
+	}
+	info, ok, err := e.InspectImage(ctx, img.Tag)
+	if err != nil {
+		return "", info, err
+	}
+	if !ok {
+		return "", info, fmt.Errorf("image %s missing after %s", img.Tag, method)
+	}
+	return method, info, nil
+}

@@ -1,0 +1,46 @@
+package orchestrate
+
+// Roles of the containers of one run (spec.Role*).
+const (
+	RoleGateway = "gateway"
+	RoleSidecar = "sidecar"
+	RoleAgent   = "agent"
+)
+
+// Environment variables the harness adds to containers.
+const (
+	EnvRunID    = "MCPSIDECAR_RUN_ID"
+	EnvQuestion = "MCPSIDECAR_QUESTION"
+)
+
+// AuditFile is the sidecar's audit log, in its output directory.
+const AuditFile = "mcp-sidecar-tool-calls.jsonl"
+
+// Label keys carried by every resource, so gc can find what a dead run left.
+const (
+	LabelApp  = "mcpsidecar"
+	LabelRun  = "mcpsidecar.run"
+	LabelPID  = "mcpsidecar.pid"
+	LabelHost = "mcpsidecar.host"
+	LabelRole = "mcpsidecar.role"
+)
+
+// Workload is what the agent container runs.
+type Workload string
+
+// Workloads.
+const (
+	WorkloadAgent Workload = "agent"       // the model loop (run)
+	WorkloadCheck Workload = "agent-check" // the connectivity check (doctor)
+	WorkloadProbe Workload = "probe"       // the probe suite (test-sandbox)
+)
+
+// InternalNetwork is the name of the run's network with no route out.
+func InternalNetwork(runID string) string { return "mcpsidecar-" + runID + "-internal" }
+
+// EgressNetwork is the name of the run's network with a route out.
+func EgressNetwork(runID string) string { return "mcpsidecar-" + runID + "-egress" }
+
+// ContainerName is the name of a container of the run, from the spec's
+// role-specific stem.
+func ContainerName(stem, runID string) string { return stem + "-" + runID }

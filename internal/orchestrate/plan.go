@@ -1,0 +1,279 @@
+package orchestrate
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+)
+
+// Input is everything a plan depends on.
+type Input struct {
+	Profile  *spec.Profile
+	RunID    string
+	RunDir   string // absolute host path of the run directory
+	Image    string
+	Workload Workload
+	// Env adds variables per role, after the spec's: forwarded host
+	// values (marked secret) and run settings such as the question.
+	Env   map[string][]dockerx.EnvVar
+	Owner Owner
+	// ExtraMounts adds read-only fixtures per role; they live outside the
+	// role's writable output directory.
+	ExtraMounts map[string][]dockerx.Mount
+	// ExtraLabels are added to every resource (tests add mcpsidecar.test=1).
+	ExtraLabels map[string]string
+}
+
+// Owner identifies the harness process that owns a run's resources.
+type Owner struct {
+	PID  int
+	Host string
+}
+
+// Plan is the exact set of resources of one run, in creation order.
+type Plan struct {
+	RunID      string                `json:"run_id"`
+	Networks   []dockerx.NetworkSpec `json:"networks"`
+	Containers []Step                `json:"containers"`
+}
+
+// Step is one container of the plan and how to tell it is ready.
+type Step struct {
+	Role      string                `json:"role"`
+	OutputDir string                `json:"output_dir"` // host side of the output mount
+	Spec      dockerx.ContainerSpec `json:"spec"`
+	// Ready, when set, is an HTTP GET on the container's address on
+	// Ready.Network that must answer 200 before the next step starts.
+	Ready *Readiness `json:"ready,omitempty"`
+	// Workload marks the container whose exit ends the run.
+	Workload bool `json:"workload,omitempty"`
+}
+
+// Readiness is an HTTP GET that must answer 200.
+type Readiness struct {
+	Network string `json:"network"`
+	Port    int    `json:"port"`
+	Path    string `json:"path"`
+}
+
+// NewPlan decides the networks and containers of a run. It is pure.
+func NewPlan(in Input) (Plan, error) {
+	if err := in.validate(); err != nil {
+		return Plan{}, err
+	}
+	p := Plan{RunID: in.RunID}
+	if in.uses(spec.NetInternal) {
+		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: InternalNetwork(in.RunID), Internal: true, Labels: in.labels("")})
+	}
+	if in.uses(spec.NetEgress) {
+		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: EgressNetwork(in.RunID), Labels: in.labels("")})
+	}
+	for _, role := range in.Profile.Roles {
+		st, err := in.step(role)
+		if err != nil {
+			return Plan{}, err
+		}
+		p.Containers = append(p.Containers, st)
+	}
+	return p, nil
+}
+
+func (in Input) validate() error {
+	switch {
+	case in.Profile == nil:
+		return fmt.Errorf("planning run: no profile")
+	case in.RunID == "":
+		return fmt.Errorf("planning run: empty run id")
+	case !filepath.IsAbs(in.RunDir):
+		return fmt.Errorf("planning run %s: run directory %q is not absolute", in.RunID, in.RunDir)
+	case in.Image == "":
+		return fmt.Errorf("planning run %s: no image", in.RunID)
+	}
+	switch in.Workload {
+	case WorkloadAgent, WorkloadCheck, WorkloadProbe:
+	default:
+		return fmt.Errorf("planning run %s: unknown workload %q", in.RunID, in.Workload)
+	}
+	if n := len(in.Profile.Roles); n == 0 || in.Profile.Roles[n-1] != RoleAgent {
+		return fmt.Errorf("planning run %s: the profile's roles %v do not end with the agent", in.RunID, in.Profile.Roles)
+	}
+	for _, role := range in.Profile.Roles {
+		c, ok := in.Profile.Containers[role]
+		if !ok {
+			return fmt.Errorf("planning run %s: the profile has no container for role %s", in.RunID, role)
+		}
+		for _, n := range c.Networks {
+			if n != spec.NetInternal && n != spec.NetEgress {
+				return fmt.Errorf("planning run %s: role %s: unknown network %q", in.RunID, role, n)
+			}
+		}
+	}
+	return nil
+}
+
+func (in Input) uses(network string) bool {
+	for _, role := range in.Profile.Roles {
+		for _, n := range in.Profile.Containers[role].Networks {
+			if n == network {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// labels are the ownership labels of every resource; role is empty for
+// networks.
+func (in Input) labels(role string) map[string]string {
+	l := map[string]string{
+		LabelApp:  "1",
+		LabelRun:  in.RunID,
+		LabelPID:  strconv.Itoa(in.Owner.PID),
+		LabelHost: in.Owner.Host,
+	}
+	if role != "" {
+		l[LabelRole] = role
+	}
+	for k, v := range in.ExtraLabels {
+		if _, taken := l[k]; !taken {
+			l[k] = v
+		}
+	}
+	return l
+}
+
+func (in Input) step(role string) (Step, error) {
+	c := in.Profile.Containers[role]
+	if role == RoleAgent && in.Workload == WorkloadProbe {
+		// The probe runs in the agent's container with the agent's
+		// hardening, so the report measures the same sandbox.
+		c = in.Profile.Probe()
+	}
+	out := filepath.Join(in.RunDir, role)
+	target := outputTarget(c)
+	cs := dockerx.ContainerSpec{
+		Name: ContainerName(c.Name, in.RunID), Image: in.Image, Cmd: in.cmd(role, c),
+		Env: in.env(role, c), User: c.User, Labels: in.labels(role),
+		Networks:       in.attachments(c),
+		ReadOnlyRootfs: c.ReadonlyRootfs, CapDrop: orEmpty(c.CapDrop), CapAdd: orEmpty(c.CapAdd),
+		SecurityOpt: orEmpty(c.SecurityOpt), Tmpfs: c.Tmpfs,
+		Mounts: append([]dockerx.Mount{{Source: out, Target: target}}, in.ExtraMounts[role]...),
+		Init:   true, CgroupnsPrivate: c.CgroupnsMode == "private",
+		PidsLimit: c.PidsLimit, MemoryBytes: c.Memory, MemorySwapBytes: c.MemorySwap, NanoCPUs: c.NanoCPUs,
+		Ulimits: ulimits(c.Ulimits), Sysctls: c.Sysctls, ExtraHosts: orEmpty(c.ExtraHosts),
+		MaskedPaths: c.MaskedPaths, DNS: []string{}, DNSOptions: []string{},
+		StopTimeout: 5 * time.Second,
+	}
+	if len(c.Networks) > 0 && !contains(c.Networks, spec.NetEgress) {
+		isolateDNS(&cs)
+	}
+	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent}
+	switch role {
+	case RoleGateway:
+		st.Ready = &Readiness{Network: InternalNetwork(in.RunID), Port: spec.GatewayPort, Path: "/healthz"}
+	case RoleSidecar:
+		st.Ready = &Readiness{Network: InternalNetwork(in.RunID), Port: spec.SidecarPort, Path: "/healthz"}
+	}
+	return st, nil
+}
+
+// cmd is the spec's command, except for the agent container, whose
+// command is chosen by the workload.
+func (in Input) cmd(role string, c spec.Container) []string {
+	if role == RoleSidecar && !contains(c.Cmd, "--audit-log") {
+		// The audit log is an artifact of the run: it must land in the
+		// sidecar's output directory.
+		return append(append([]string{}, c.Cmd...), "--audit-log", outputTarget(c)+"/"+AuditFile)
+	}
+	if role != RoleAgent {
+		return append([]string{}, c.Cmd...)
+	}
+	switch in.Workload {
+	case WorkloadCheck:
+		return []string{"agent", "--check"}
+	}
+	return append([]string{}, c.Cmd...)
+}
+
+// attachments puts a dual-homed container on the egress network first (its
+// default route), then on the internal one where the others reach it by
+// alias. No networks means network mode "none".
+func (in Input) attachments(c spec.Container) []dockerx.Attachment {
+	if len(c.Networks) == 0 {
+		return []dockerx.Attachment{{Network: "none", Aliases: []string{}}}
+	}
+	var a []dockerx.Attachment
+	if contains(c.Networks, spec.NetEgress) {
+		a = append(a, dockerx.Attachment{Network: EgressNetwork(in.RunID), Aliases: []string{}})
+	}
+	if contains(c.Networks, spec.NetInternal) {
+		a = append(a, dockerx.Attachment{Network: InternalNetwork(in.RunID), Aliases: orEmpty(c.Aliases)})
+	}
+	return a
+}
+
+// isolateDNS points the embedded resolver's upstream at 0.0.0.0 inside the
+// container's own namespace. Threat: engines older than 26 forward external
+// names from --internal networks (DNS tunnelling out of a network with no
+// route). Docker's embedded DNS still answers the run's aliases; any other
+// name has nowhere to go and never leaves the container.
+func isolateDNS(c *dockerx.ContainerSpec) {
+	c.DNS = []string{"0.0.0.0"}
+	c.DNSOptions = []string{"attempts:1", "timeout:1"}
+}
+
+// env is the spec's static environment, then the run's additions (a later
+// entry with the same name wins, as in Docker), sorted by name.
+func (in Input) env(role string, c spec.Container) []dockerx.EnvVar {
+	byName := map[string]dockerx.EnvVar{}
+	for k, v := range c.Env {
+		byName[k] = dockerx.EnvVar{Name: k, Value: v}
+	}
+	byName[EnvRunID] = dockerx.EnvVar{Name: EnvRunID, Value: in.RunID}
+	for _, e := range in.Env[role] {
+		byName[e.Name] = e
+	}
+	env := make([]dockerx.EnvVar, 0, len(byName))
+	for _, e := range byName {
+		env = append(env, e)
+	}
+	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	return env
+}
+
+func ulimits(in []spec.Ulimit) []dockerx.Ulimit {
+	out := make([]dockerx.Ulimit, 0, len(in))
+	for _, u := range in {
+		out = append(out, dockerx.Ulimit{Name: u.Name, Soft: u.Soft, Hard: u.Hard})
+	}
+	return out
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// outputTarget is where the role's output directory is mounted.
+func outputTarget(c spec.Container) string {
+	if c.OutputDir == "" {
+		return spec.OutputDir
+	}
+	return c.OutputDir
+}

@@ -1,0 +1,199 @@
+package orchestrate
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func input(t *testing.T, s *spec.Spec, w Workload) Input {
+	t.Helper()
+	p, err := spec.Resolve(s)
+	if err != nil {
+		t.Fatalf("resolving spec: %v", err)
+	}
+	return Input{
+		Profile: p, RunID: "run-2026-01-02-03-04-05", RunDir: "/runs/run-2026-01-02-03-04-05",
+		Image: "mcpsidecar:0123456789abcdef", Workload: w,
+		Env: map[string][]dockerx.EnvVar{RoleAgent: {
+			{Name: "OPENAI_API_KEY", Value: "sk-test-secret", Secret: true},
+			{Name: EnvQuestion, Value: "why?"},
+		}},
+		Owner:       Owner{PID: 4242, Host: "builder"},
+		ExtraLabels: map[string]string{"mcpsidecar.test": "1", LabelRun: "ignored"},
+	}
+}
+
+func defaultSpec(t *testing.T) *spec.Spec {
+	t.Helper()
+	s, err := spec.Default()
+	if err != nil {
+		t.Fatalf("loading the default spec: %v", err)
+	}
+	return s
+}
+
+func specWith(caps ...string) *spec.Spec {
+	s := &spec.Spec{Source: "<test>", SchemaVersion: 1, Capabilities: caps, AllowedDomains: []string{}, AllowedIPs: []string{}}
+	if len(caps) > 0 && caps[0] == spec.CapNetwork {
+		s.AllowedDomains = []string{".microsoft.com"}
+	}
+	return s
+}
+
+// goldenPlan is the plan as JSON with each inline seccomp profile replaced
+// by its digest (the profile itself has its own golden in internal/spec).
+func goldenPlan(t *testing.T, p Plan) []byte {
+	t.Helper()
+	for i := range p.Containers {
+		opts := append([]string{}, p.Containers[i].Spec.SecurityOpt...)
+		for j, o := range opts {
+			if rest, ok := strings.CutPrefix(o, "seccomp="); ok {
+				sum := sha256.Sum256([]byte(rest))
+				opts[j] = "seccomp=<sha256:" + hex.EncodeToString(sum[:8]) + ">"
+			}
+		}
+		p.Containers[i].Spec.SecurityOpt = opts
+	}
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(b, '\n')
+}
+
+func TestPlanGolden(t *testing.T) {
+	tests := []struct {
+		name     string
+		spec     *spec.Spec
+		workload Workload
+	}{
+		{"default", defaultSpec(t), WorkloadAgent},
+		{"no-capabilities", specWith(), WorkloadAgent},
+		{"network", specWith(spec.CapNetwork), WorkloadAgent},
+		{"mcp_client", specWith(spec.CapNetwork, spec.CapMCPClient), WorkloadAgent},
+		{"openai_agents", specWith(spec.CapNetwork, spec.CapOpenAIAgents), WorkloadAgent},
+		{"shell_access", specWith(spec.CapShellAccess), WorkloadAgent},
+		{"doctor", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadCheck},
+		{"test-sandbox", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadProbe},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := NewPlan(input(t, tt.spec, tt.workload))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := goldenPlan(t, p)
+			path := filepath.Join("testdata", "plan-"+tt.name+".json")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("reading golden (run with -update): %v", err)
+			}
+			if diff := cmp.Diff(string(want), string(got)); diff != "" {
+				t.Errorf("plan mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlanInvariants checks, for every case, the properties no capability
+// may soften: the hardening every container keeps and the isolation of
+// the internal-only ones.
+func TestPlanInvariants(t *testing.T) {
+	for _, caps := range [][]string{
+		{spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient}, {}, {spec.CapShellAccess},
+	} {
+		p, err := NewPlan(input(t, specWith(caps...), WorkloadAgent))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, st := range p.Containers {
+			t.Run(strings.Join(caps, "+")+"/"+st.Role, func(t *testing.T) {
+				c := st.Spec
+				if !c.ReadOnlyRootfs || c.User != spec.User || !c.Init || !c.CgroupnsPrivate {
+					t.Errorf("rootfs ro=%v user=%q init=%v cgroupns private=%v", c.ReadOnlyRootfs, c.User, c.Init, c.CgroupnsPrivate)
+				}
+				if diff := cmp.Diff([]string{"ALL"}, c.CapDrop); diff != "" {
+					t.Errorf("cap_drop (-want +got):\n%s", diff)
+				}
+				if len(c.CapAdd) != 0 {
+					t.Errorf("cap_add = %v, want none", c.CapAdd)
+				}
+				if len(c.SecurityOpt) != 2 || c.SecurityOpt[0] != "no-new-privileges:true" || !strings.HasPrefix(c.SecurityOpt[1], "seccomp={") {
+					t.Errorf("security_opt = %.80v", c.SecurityOpt)
+				}
+				want := []dockerx.Mount{{Source: "/runs/run-2026-01-02-03-04-05/" + st.Role, Target: spec.OutputDir}}
+				if diff := cmp.Diff(want, c.Mounts); diff != "" {
+					t.Errorf("mounts (-want +got):\n%s", diff)
+				}
+				for _, k := range []string{LabelApp, LabelRun, LabelPID, LabelHost, LabelRole} {
+					if c.Labels[k] == "" {
+						t.Errorf("label %s missing", k)
+					}
+				}
+				if c.Labels[LabelRun] != "run-2026-01-02-03-04-05" {
+					t.Errorf("run label = %q: extra labels must not override it", c.Labels[LabelRun])
+				}
+				if c.MemoryBytes <= 0 || c.MemorySwapBytes != c.MemoryBytes || c.PidsLimit <= 0 || c.NanoCPUs <= 0 {
+					t.Errorf("limits memory=%d swap=%d pids=%d cpus=%d", c.MemoryBytes, c.MemorySwapBytes, c.PidsLimit, c.NanoCPUs)
+				}
+				internalOnly := len(c.Networks) == 1 && c.Networks[0].Network == InternalNetwork(p.RunID)
+				if internalOnly && (len(c.DNS) != 1 || c.DNS[0] != "0.0.0.0") {
+					t.Errorf("internal-only container has dns %v, want [0.0.0.0]", c.DNS)
+				}
+				b, _ := json.Marshal(c)
+				if strings.Contains(string(b), "sk-test-secret") {
+					t.Errorf("secret value serialised: %s", b)
+				}
+			})
+		}
+	}
+}
+
+func TestPlanRejects(t *testing.T) {
+	good := func() Input { return input(t, specWith(spec.CapNetwork, spec.CapMCPClient), WorkloadAgent) }
+	tests := []struct {
+		name    string
+		mutate  func(*Input)
+		wantErr string
+	}{
+		{"no profile", func(in *Input) { in.Profile = nil }, "no profile"},
+		{"no run id", func(in *Input) { in.RunID = "" }, "empty run id"},
+		{"relative run dir", func(in *Input) { in.RunDir = "runs/x" }, "not absolute"},
+		{"no image", func(in *Input) { in.Image = "" }, "no image"},
+		{"bad workload", func(in *Input) { in.Workload = "shell" }, `unknown workload "shell"`},
+		{"missing container", func(in *Input) { delete(in.Profile.Containers, RoleSidecar) }, "no container for role sidecar"},
+		{"agent not last", func(in *Input) { in.Profile.Roles = []string{RoleAgent, RoleSidecar} }, "do not end with the agent"},
+		{"unknown network", func(in *Input) {
+			c := in.Profile.Containers[RoleSidecar]
+			c.Networks = []string{"host"}
+			in.Profile.Containers[RoleSidecar] = c
+		}, `unknown network "host"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := good()
+			tt.mutate(&in)
+			_, err := NewPlan(in)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
