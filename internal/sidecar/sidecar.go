@@ -179,7 +179,7 @@ func (s *Sidecar) routes() http.Handler {
 // CheckUpstream connects to the upstream and checks its tool list now,
 // instead of at the first call. It returns the per-tool problems found.
 func (s *Sidecar) CheckUpstream(ctx context.Context) (map[string]error, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.UpstreamTimeout)
+	ctx, cancel := upstreamContext(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	_, problems, err := s.up.session(ctx)
 	return problems, err

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -30,7 +31,6 @@ var errUpstreamTooLarge = errors.New("upstream response too large")
 type upstream struct {
 	endpoint string
 	timeout  time.Duration
-	client   *mcp.Client
 	http     *http.Client
 	log      *slog.Logger
 
@@ -40,12 +40,9 @@ type upstream struct {
 }
 
 func newUpstream(cfg Config, log *slog.Logger) *upstream {
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsidecar", Version: version.String()}, nil)
-	client.AddSendingMiddleware(correlate)
 	return &upstream{
 		endpoint: cfg.UpstreamURL,
 		timeout:  cfg.UpstreamTimeout,
-		client:   client,
 		http:     &http.Client{Transport: newUpstreamTransport(cfg)},
 		log:      log,
 	}
@@ -142,7 +139,7 @@ func correlate(next mcp.MethodHandler) mcp.MethodHandler {
 
 // call runs tool name upstream with args, within the upstream timeout.
 func (u *upstream) call(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, u.timeout)
+	ctx, cancel := upstreamContext(ctx, u.timeout)
 	defer cancel()
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ {
@@ -159,8 +156,12 @@ func (u *upstream) call(ctx context.Context, name string, args map[string]any) (
 		}
 		lastErr = fmt.Errorf("calling upstream tool %s: %w", name, err)
 		var rpcErr *jsonrpc.Error
-		if ctx.Err() != nil || errors.As(err, &rpcErr) || errors.Is(err, errUpstreamTooLarge) {
+		if ctx.Err() != nil || errors.As(err, &rpcErr) {
 			break // the session is fine, or retrying cannot help
+		}
+		if strings.Contains(err.Error(), errUpstreamTooLarge.Error()) {
+			u.drop(sess) // the stream was cut; the same answer would be cut again
+			break
 		}
 		// The transport failed: the upstream dropped the session or the
 		// connection. Start a fresh session and try once more (the Learn
@@ -168,6 +169,18 @@ func (u *upstream) call(ctx context.Context, name string, args map[string]any) (
 		u.drop(sess)
 	}
 	return nil, u.explain(ctx, lastErr)
+}
+
+// upstreamContext derives the context of an upstream exchange from the
+// caller's: it keeps the caller's cancellation and correlation id and
+// nothing else, bounded by timeout. The SDK's server and client share
+// context keys (the server stores the caller's negotiated protocol version
+// under one), so passing the server-side context down would make the
+// upstream client speak the agent's protocol version to the upstream.
+func upstreamContext(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(withTraceID(context.Background(), traceIDFrom(parent)), timeout)
+	stop := context.AfterFunc(parent, cancel)
+	return ctx, func() { stop(); cancel() }
 }
 
 // explain turns a deadline into a message that names the timeout.
@@ -187,7 +200,11 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, map[string]
 		return u.sess, u.problems, nil
 	}
 	tr := &mcp.StreamableClientTransport{Endpoint: u.endpoint, HTTPClient: u.http, DisableStandaloneSSE: true, MaxRetries: -1}
-	sess, err := u.client.Connect(ctx, tr, nil)
+	// A fresh client per session: a go-sdk client remembers what it
+	// negotiated, and a restarted upstream must be negotiated from scratch.
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpsidecar", Version: version.String()}, nil)
+	client.AddSendingMiddleware(correlate)
+	sess, err := client.Connect(ctx, tr, nil)
 	if err != nil {
 		return nil, nil, err
 	}
