@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -177,20 +178,19 @@ func egressSummary(e *Event) string {
 // story in two.
 func normID(id string) string { return strings.ToLower(strings.TrimSpace(id)) }
 
-// compactJSON keeps valid JSON arguments compact and drops invalid ones
-// (they would make timeline.jsonl invalid).
+// compactJSON keeps valid JSON arguments compact (key order as written)
+// and turns invalid ones into a JSON string, which keeps timeline.jsonl
+// valid whatever the producer wrote.
 func compactJSON(raw json.RawMessage) json.RawMessage {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
-	var buf strings.Builder
-	enc := json.NewEncoder(&buf)
-	var v any
-	if json.Unmarshal(raw, &v) != nil || enc.Encode(v) != nil {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, raw); err != nil {
 		q, _ := json.Marshal(string(raw))
 		return q
 	}
-	return json.RawMessage(strings.TrimSpace(buf.String()))
+	return buf.Bytes()
 }
 
 func orDash(s string) string {

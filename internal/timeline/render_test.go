@@ -55,3 +55,19 @@ func TestGoldenJoin(t *testing.T) {
 		})
 	}
 }
+
+func TestGoldenReport(t *testing.T) {
+	for _, name := range runDirs {
+		t.Run(name, func(t *testing.T) {
+			tl, err := Build(filepath.Join("testdata", "runs", name))
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			var page bytes.Buffer
+			if err := tl.WriteHTML(&page); err != nil {
+				t.Fatalf("WriteHTML: %v", err)
+			}
+			golden(t, name+".report.html", page.Bytes())
+		})
+	}
+}
