@@ -196,6 +196,12 @@ func (h *harness) raw(req string) (*http.Response, string, net.Conn, *bufio.Read
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(func() { c.Close() })
+	return h.rawOn(c, req)
+}
+
+// rawOn sends req on c and reads the response.
+func (h *harness) rawOn(c net.Conn, req string) (*http.Response, string, net.Conn, *bufio.Reader) {
+	h.t.Helper()
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	if _, err := io.WriteString(c, req); err != nil {
 		h.t.Fatal(err)

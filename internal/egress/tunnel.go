@@ -144,11 +144,13 @@ func closeWrite(c net.Conn) {
 // quiet drops the errors that are the normal end of a tunnel: the peer or
 // the gateway closed it.
 func quiet(err error) error {
-	if err == nil || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) {
+	switch {
+	case err == nil:
 		return nil
-	}
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return errors.New("tunnel idle or over its time limit")
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return errors.New("tunnel closed: idle or over its time limit")
+	case errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return nil
 	}
 	return err
 }
