@@ -250,7 +250,9 @@ func TestJoinLinksByCorrelation(t *testing.T) {
 }
 
 func TestLinkByTimeRefusesAmbiguity(t *testing.T) {
-	at := func(ms int) time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+	at := func(ms int) time.Time {
+		return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+	}
 	tests := []struct {
 		name   string
 		models []int // model request times (ms), each lasting 500ms
@@ -289,7 +291,9 @@ func TestLinkByTimeRefusesAmbiguity(t *testing.T) {
 func TestNearestAnchorSplitsSharedIDs(t *testing.T) {
 	// Two calls share one id (an agent that reuses its trace-id): each
 	// egress decision hangs from the call nearest in time.
-	at := func(ms int) time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+	at := func(ms int) time.Time {
+		return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+	}
 	ev := []Event{
 		{Time: at(1000), Kind: KindToolCall, CorrelationID: "a"},
 		{Time: at(5000), Kind: KindToolCall, CorrelationID: "a"},

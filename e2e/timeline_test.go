@@ -1,0 +1,142 @@
+//go:build docker
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
+)
+
+// chromiumFlags keep the browser from reaching anything: every request
+// goes to a dead loopback proxy, no name is resolved, and the background
+// services that phone home are off (the rule: no traffic leaves this
+// machine). The report's own CSP already forbids fetches; these make a
+// regression show up as a console error instead of a packet.
+var chromiumFlags = []string{
+	"--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+	"--disable-background-networking", "--disable-component-update", "--disable-sync",
+	"--disable-default-apps", "--no-pings", "--disable-domain-reliability", "--disable-breakpad",
+	"--disable-client-side-phishing-detection", "--metrics-recording-only", "--mute-audio",
+	"--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>",
+	"--host-resolver-rules=MAP * ~NOTFOUND",
+	"--enable-logging=stderr", "--v=0",
+}
+
+// findChromium returns Debian's chromium; its absence fails the test (the
+// report's browser check must never silently not run).
+func findChromium(t *testing.T) string {
+	t.Helper()
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium not found on PATH: install it (apt-get install -y chromium); .ci/run does")
+	return ""
+}
+
+// runChromium opens url with extra flags and returns stdout and the
+// console messages it logged.
+func runChromium(t *testing.T, bin, url string, extra ...string) (string, []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	args := append(append(append([]string{}, chromiumFlags...), "--user-data-dir="+t.TempDir()), extra...)
+	cmd := exec.CommandContext(ctx, bin, append(args, url)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("chromium %v: %v\n%s", extra, err, stderr.String())
+	}
+	var console []string
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, ":CONSOLE") {
+			console = append(console, l)
+		}
+	}
+	return stdout.String(), console
+}
+
+// TestReportRendersInChromium writes report.html for recorded runs (which
+// carry markup in tool arguments and probe text), opens it in a real
+// headless browser, and checks that it renders, that its script ran, that
+// the console stayed empty (no error, no blocked fetch, no injected
+// script), and that a screenshot is produced.
+func TestReportRendersInChromium(t *testing.T) {
+	bin := findChromium(t)
+	for _, run := range []string{"basic", "probe", "crash"} {
+		t.Run(run, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "internal", "timeline", "testdata", "runs", run))); err != nil {
+				t.Fatal(err)
+			}
+			if err := timeline.Write(dir); err != nil {
+				t.Fatalf("timeline.Write: %v", err)
+			}
+			url := "file://" + filepath.Join(dir, timeline.FileReport)
+			dom, console := runChromium(t, bin, url, "--dump-dom")
+			if len(console) > 0 {
+				t.Errorf("console messages:\n%s", strings.Join(console, "\n"))
+			}
+			for _, want := range []string{`data-report-ready="1"`, `class="js"`, `id="timeline"`, `id="topology"`} {
+				if !strings.Contains(dom, want) {
+					t.Errorf("rendered DOM lacks %s", want)
+				}
+			}
+			shot := filepath.Join(dir, "report.png")
+			_, console = runChromium(t, bin, url, "--screenshot="+shot, "--window-size=1280,2400", "--hide-scrollbars")
+			if len(console) > 0 {
+				t.Errorf("console messages during screenshot:\n%s", strings.Join(console, "\n"))
+			}
+			checkScreenshot(t, shot)
+			if out := os.Getenv("MCPSIDECAR_REPORT_SCREENSHOT"); out != "" && run == "basic" {
+				data, _ := os.ReadFile(shot)
+				if err := os.WriteFile(out, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// checkScreenshot decodes the PNG and requires a full-size, non-blank page.
+func checkScreenshot(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatalf("no screenshot: %v", err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil {
+		t.Fatalf("decoding screenshot: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 2400 {
+		t.Errorf("screenshot is %dx%d, want 1280x2400", b.Dx(), b.Dy())
+	}
+	if n := colours(img); n < 20 {
+		t.Errorf("screenshot has %d colours: the page looks blank", n)
+	}
+}
+
+func colours(img image.Image) int {
+	seen := map[uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 7 {
+		for x := b.Min.X; x < b.Max.X; x += 7 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			seen[r>>8<<16|g>>8<<8|bl>>8] = true
+		}
+	}
+	return len(seen)
+}
