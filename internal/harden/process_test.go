@@ -7,6 +7,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -67,6 +68,16 @@ type childOutput struct {
 func TestMain(m *testing.M) {
 	if os.Getenv(EnvExecProbe) != "" {
 		os.Exit(0) // started by ActExec: prove the exec worked, run nothing
+	}
+	if dir := os.Getenv("HARDEN_TEST_WORKLOAD"); dir != "" { // for `strace -f -c`
+		if err := roleWorkload(dir, "127.0.0.1:0", "127.0.0.1:0"); err != nil {
+			fmt.Fprintln(os.Stderr, "workload:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	if raw := os.Getenv(envAllowList); raw != "" {
+		os.Exit(allowListChild(raw))
 	}
 	if mode := os.Getenv(envChild); mode != "" {
 		os.Exit(childMain(mode))

@@ -99,8 +99,6 @@ type filterSpec struct {
 	noMPTCP  bool // socket(..., IPPROTO_MPTCP): Landlock's TCP rules do not see MPTCP
 }
 
-func (f filterSpec) empty() bool { return !f.baseline && !f.noSpawn && !f.noUnix && !f.noMPTCP }
-
 // deniedNames lists what the filter refuses, for the report.
 func (f filterSpec) deniedNames() []string {
 	var names []string
