@@ -27,6 +27,7 @@ var subcommands = []func(Streams) *cobra.Command{
 	newVersionCmd,
 	newAgentCmd,
 	newSidecarCmd,
+	newGatewayCmd,
 }
 
 // newRootCmd builds the command tree.

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
@@ -71,7 +70,6 @@ type Gateway struct {
 	closing bool
 	tunnels map[*tunnel]struct{}
 	wg      sync.WaitGroup
-	active  atomic.Int64
 }
 
 // New builds a Gateway from opts.

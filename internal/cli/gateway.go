@@ -1,0 +1,201 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/egress"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+// Environment variables the gateway command reads (flags win).
+const (
+	envGatewayPolicy = "MCPSIDECAR_GATEWAY_POLICY" // netpolicy.Config JSON when --policy is absent
+	envRunID         = "MCPSIDECAR_RUN_ID"         // default of --run-id
+)
+
+// gatewayOptions are the gateway command's flags.
+type gatewayOptions struct {
+	listen       string
+	policyFile   string
+	decisionLog  string
+	runID        string
+	maxTunnels   int
+	idleTimeout  time.Duration
+	maxDuration  time.Duration
+	shutdownWait time.Duration
+}
+
+func newGatewayCmd(s Streams) *cobra.Command {
+	var o gatewayOptions
+	cmd := &cobra.Command{
+		Use:   "gateway",
+		Short: "Serve the egress gateway (HTTP forward and CONNECT proxy, deny by default)",
+		Long: `Serve the egress gateway: an HTTP forward proxy (absolute-URI requests) and CONNECT
+proxy that allows only the names in allowed_domains and the addresses in
+allowed_ip_addresses, on ports 80/443 (CONNECT: 443), as the policy says.
+
+A name is matched before any DNS lookup; every address it resolves to must be public
+or covered by allowed_ip_addresses; the gateway dials exactly a checked address.
+Each request is one JSON line in the decision log (docs/egress.md); without
+--decision-log the lines go to standard output. A direct GET /healthz answers 200.
+
+The policy is the JSON gateway policy written by 'mcpsidecar spec resolve'; without
+--policy it is read from $MCPSIDECAR_GATEWAY_POLICY. --run-id defaults to
+$MCPSIDECAR_RUN_ID. In a container, $MCPSIDECAR_HARDEN_POLICY locks the process down
+before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return runGateway(cmd.Context(), s, o, os.Getenv)
+		},
+	}
+	lim := egress.DefaultLimits()
+	f := cmd.Flags()
+	f.StringVar(&o.listen, "listen", ":3128", "address to listen on")
+	f.StringVar(&o.policyFile, "policy", "", "gateway policy JSON file (default: $"+envGatewayPolicy+")")
+	f.StringVar(&o.decisionLog, "decision-log", "", "append decision lines (JSON) to this file (default: standard output)")
+	f.StringVar(&o.runID, "run-id", os.Getenv(envRunID), "run id written into every decision line")
+	f.IntVar(&o.maxTunnels, "max-tunnels", lim.MaxConcurrent, "maximum concurrent tunnels plus forwarded requests")
+	f.DurationVar(&o.idleTimeout, "idle-timeout", lim.IdleTimeout, "close a tunnel with no traffic for this long")
+	f.DurationVar(&o.maxDuration, "max-duration", lim.MaxDuration, "close a tunnel or forwarded request older than this")
+	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long shutdown waits for forwarded requests")
+	return cmd
+}
+
+func (o gatewayOptions) validate() error {
+	switch {
+	case o.listen == "":
+		return usageErrorf("--listen: want host:port")
+	case o.maxTunnels < 1:
+		return usageErrorf("--max-tunnels %d: want at least 1", o.maxTunnels)
+	case o.idleTimeout <= 0, o.maxDuration <= 0, o.shutdownWait <= 0:
+		return usageErrorf("--idle-timeout, --max-duration and --shutdown-timeout must be positive")
+	}
+	return nil
+}
+
+// loadGatewayPolicy reads the policy from --policy or the environment and
+// compiles it. A bad policy is a usage error naming where it came from.
+func loadGatewayPolicy(file string, getenv func(string) string) (*netpolicy.Policy, error) {
+	src, data := "$"+envGatewayPolicy, []byte(getenv(envGatewayPolicy))
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, usageErrorf("reading gateway policy: %v", err)
+		}
+		src, data = file, b
+	}
+	if len(data) == 0 {
+		return nil, usageErrorf("no gateway policy: pass --policy FILE or set $%s", envGatewayPolicy)
+	}
+	var c netpolicy.Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return nil, usageErrorf("gateway policy %s: %v", src, err)
+	}
+	p, err := netpolicy.Compile(c)
+	if err != nil {
+		return nil, usageErrorf("gateway policy %s: %v", src, err)
+	}
+	return p, nil
+}
+
+func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(string) string) error {
+	logger := slog.New(slog.NewJSONHandler(s.Err, nil))
+	policy, err := loadGatewayPolicy(o.policyFile, getenv)
+	if err != nil {
+		return err
+	}
+	dlog := egress.NewDecisionLog(s.Out)
+	if o.decisionLog != "" {
+		if dlog, err = egress.OpenDecisionLog(o.decisionLog); err != nil {
+			return err
+		}
+	}
+	defer dlog.Close()
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.listen, err)
+	}
+	defer ln.Close()
+	// Hardening goes here: the policy is read, the log and the listener are
+	// open, nothing has been served yet.
+	if err := hardenGateway(getenv, reportDir(o.decisionLog), logger); err != nil {
+		return err
+	}
+	g, err := egress.New(egress.Options{Policy: policy, Log: dlog, RunID: o.runID, Logger: logger, Limits: egress.Limits{
+		MaxConcurrent: o.maxTunnels, IdleTimeout: o.idleTimeout, MaxDuration: o.maxDuration,
+	}})
+	if err != nil {
+		return err
+	}
+	logger.Info("gateway listening", "addr", ln.Addr().String(), "run_id", o.runID)
+	return serveGateway(ctx, g, ln, o.shutdownWait, dlog)
+}
+
+// serveGateway serves until ctx is cancelled (a signal), then shuts down:
+// tunnels closed, decision lines written, the log synced.
+func serveGateway(ctx context.Context, g *egress.Gateway, ln net.Listener, wait time.Duration, dlog *egress.DecisionLog) error {
+	errc := make(chan error, 1)
+	go func() { errc <- g.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving gateway: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	err := g.Shutdown(sctx)
+	<-errc
+	return errors.Join(err, dlog.Close())
+}
+
+func reportDir(decisionLog string) string {
+	if decisionLog == "" {
+		return ""
+	}
+	return filepath.Dir(decisionLog)
+}
+
+// hardenGateway applies $MCPSIDECAR_HARDEN_POLICY when it is set (in the
+// container) and writes the report next to the decision log. A layer the
+// kernel cannot enforce is exit code 5.
+func hardenGateway(getenv func(string) string, dir string, logger *slog.Logger) error {
+	p, ok, err := harden.PolicyFromEnv(getenv)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if !ok {
+		return nil
+	}
+	rep, err := harden.Apply(*p)
+	if dir != "" {
+		if werr := harden.WriteReport(dir, rep); werr != nil {
+			logger.Warn("writing harden report", "err", werr)
+		}
+	}
+	var ue *harden.UnavailableError
+	if errors.As(err, &ue) {
+		return withCode(ExitUnavailable, err)
+	}
+	if err != nil {
+		return fmt.Errorf("hardening gateway: %w", err)
+	}
+	logger.Info("gateway hardened", "degradations", rep.Degradations)
+	return nil
+}
