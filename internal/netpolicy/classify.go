@@ -109,3 +109,17 @@ func Classify(a netip.Addr) Class {
 	}
 	return Public
 }
+
+// NonPublicPrefixes lists every range [Classify] does not call [Public]:
+// the special-purpose table, then the IPv6 space outside 2000::/3. The
+// Squid engine denies these with a dst ACL.
+func NonPublicPrefixes() []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(ranges)+3)
+	for _, cr := range ranges {
+		out = append(out, cr.prefix)
+	}
+	for _, s := range []string{"::/3", "4000::/2", "8000::/1"} {
+		out = append(out, netip.MustParsePrefix(s))
+	}
+	return out
+}

@@ -169,3 +169,22 @@ func FuzzNormalizeHost(f *testing.F) {
 		}
 	})
 }
+
+func TestNonPublicPrefixesAgreeWithClassify(t *testing.T) {
+	for _, pf := range NonPublicPrefixes() {
+		for _, a := range []netip.Addr{pf.Addr(), lastAddr(pf)} {
+			if c := Classify(a); c == Public {
+				t.Errorf("%s (in %s) classified public", a, pf)
+			}
+		}
+	}
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	b := p.Addr().AsSlice()
+	for i := p.Bits(); i < len(b)*8; i++ {
+		b[i/8] |= 0x80 >> (i % 8)
+	}
+	a, _ := netip.AddrFromSlice(b)
+	return a
+}

@@ -1,0 +1,220 @@
+package spec
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+const (
+	mib = 1 << 20
+	cpu = 1_000_000_000 // NanoCPUs per CPU
+)
+
+// limits are one role's resource limits. Each is sized for a Go process
+// with headroom, not for the seed's Python (whose 128 MiB / 64 pids would
+// starve the TLS and JSON work of the agent): memory covers the Go heap
+// under GOMEMLIMIT (3/4 of it) plus the memory-backed tmpfs; pids and
+// nproc cover the runtime's threads (GOMAXPROCS 1 plus threads blocked in
+// syscalls, typically under 20) with room, while still stopping a fork or
+// thread bomb; nofile covers concurrent connections (the gateway holds two
+// per tunnel); fsize caps any single file a role writes (answers and logs
+// are far smaller).
+type limits struct {
+	memory, tmpfs int64
+	pids, nofile  int64
+	nproc, fsize  int64
+	nanoCPUs      int64
+}
+
+var roleLimits = map[string]limits{
+	RoleAgent:   {memory: 512 * mib, tmpfs: 64 * mib, pids: 256, nofile: 4096, nproc: 512, fsize: 64 * mib, nanoCPUs: cpu},
+	RoleSidecar: {memory: 256 * mib, tmpfs: 16 * mib, pids: 128, nofile: 4096, nproc: 512, fsize: 64 * mib, nanoCPUs: cpu},
+	RoleGateway: {memory: 256 * mib, tmpfs: 16 * mib, pids: 256, nofile: 8192, nproc: 512, fsize: 64 * mib, nanoCPUs: cpu},
+}
+
+// blackHoledHosts resolve to 0.0.0.0 inside every container. The threat:
+// reaching the Docker host or a cloud metadata service by a well-known
+// name. 0.0.0.0 is refused by the gateway (unspecified) and reaches no
+// other machine.
+var blackHoledHosts = []string{
+	"host.docker.internal", "gateway.docker.internal",
+	"kubernetes.docker.internal", "metadata.google.internal",
+}
+
+// maskedPaths is Docker's default list (setting MaskedPaths replaces it),
+// which already masks /proc/acpi and /sys/firmware as the seed did with
+// tmpfs mounts.
+var maskedPaths = []string{
+	"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
+	"/proc/latency_stats", "/proc/sched_debug", "/proc/scsi", "/proc/timer_list",
+	"/proc/timer_stats", "/sys/devices/virtual/powercap", "/sys/firmware",
+}
+
+// baseEnv is what every role gets: GODEBUG turns off Multipath TCP (not
+// needed, and one more kernel surface); HOME points into the tmpfs.
+func baseEnv() map[string]string {
+	return map[string]string{"GODEBUG": "multipathtcp=0", "HOME": "/tmp"}
+}
+
+func proxyEnv(noProxy string) map[string]string {
+	return map[string]string{
+		"HTTP_PROXY": ProxyURL, "HTTPS_PROXY": ProxyURL,
+		"http_proxy": ProxyURL, "https_proxy": ProxyURL,
+		"NO_PROXY": noProxy, "no_proxy": noProxy,
+	}
+}
+
+// basePolicy is the Landlock and seccomp hardening every role starts
+// from: read the system files it needs, write only its tmpfs mounts and
+// its output directory, execute only its own binary, spawn nothing.
+func basePolicy(role string, memory int64) harden.Policy {
+	return harden.Policy{
+		Schema: harden.Schema,
+		Role:   role,
+		Landlock: harden.Landlock{
+			MinABI:         4,
+			ReadOnlyDirs:   []string{"/etc", "/proc"},
+			ReadOnlyFiles:  []string{"/dev/random", "/dev/urandom"},
+			ReadWriteDirs:  []string{"/tmp", WorkDir, OutputDir},
+			ReadWriteFiles: []string{"/dev/null"},
+			ExecFiles:      []string{"/mcpsidecar"},
+			ConnectTCP:     []uint16{},
+			BindTCP:        []uint16{},
+		},
+		NoSpawn:         true,
+		DenyUnixSockets: true,
+		// Landlock TCP rules need ABI 4 (Linux 6.7); DESIGN.md applies
+		// them where the kernel has them, so they are best effort and a
+		// missing layer is reported, not fatal.
+		BestEffort:      []string{harden.LayerLandlockNet},
+		GoMaxProcs:      1,
+		GoMemLimitBytes: memory / 4 * 3,
+	}
+}
+
+// applyBaseline fills the Docker options every role shares.
+func applyBaseline(c *Container, seccompJSON string) {
+	l := roleLimits[c.Role]
+	c.User = User
+	c.ReadonlyRootfs = true
+	c.CapDrop = []string{"ALL"}
+	c.CapAdd = []string{}
+	c.SecurityOpt = []string{"no-new-privileges:true", "seccomp=" + seccompJSON}
+	tmpfsOpts := "rw,noexec,nosuid,nodev,size=" + strconv.FormatInt(l.tmpfs, 10)
+	c.Tmpfs = map[string]string{
+		"/tmp":  tmpfsOpts + ",mode=1777",
+		WorkDir: tmpfsOpts + ",uid=65532,gid=65532,mode=0700",
+	}
+	c.Memory, c.MemorySwap, c.NanoCPUs, c.PidsLimit = l.memory, l.memory, l.nanoCPUs, l.pids
+	c.Ulimits = []Ulimit{
+		{Name: "nofile", Soft: l.nofile, Hard: l.nofile},
+		{Name: "nproc", Soft: l.nproc, Hard: l.nproc},
+		{Name: "fsize", Soft: l.fsize, Hard: l.fsize},
+	}
+	// Docker otherwise sets 0, letting an unprivileged process bind
+	// ports below 1024 and impersonate a system service.
+	c.Sysctls = map[string]string{"net.ipv4.ip_unprivileged_port_start": "1024"}
+	c.ExtraHosts = nil
+	for _, h := range blackHoledHosts {
+		c.ExtraHosts = append(c.ExtraHosts, h+":0.0.0.0")
+	}
+	c.MaskedPaths = slices.Clone(maskedPaths)
+	c.CgroupnsMode = "private"
+	c.OutputDir = OutputDir
+}
+
+func gatewayContainer(cfg netpolicy.Config) Container {
+	h := basePolicy(RoleGateway, roleLimits[RoleGateway].memory)
+	// 53: DNS over TCP when an answer is truncated (UDP is not a
+	// Landlock right); the rest are the ports the policy permits.
+	ports := append([]uint16{53}, cfg.HTTPPorts...)
+	ports = append(ports, cfg.ConnectPorts...)
+	slices.Sort(ports)
+	h.Landlock.ConnectTCP = slices.Compact(ports)
+	h.Landlock.BindTCP = []uint16{GatewayPort}
+	return Container{
+		Role: RoleGateway,
+		Name: "egress-gateway",
+		Cmd: []string{"gateway", "--listen", ":" + strconv.Itoa(GatewayPort),
+			"--decision-log", OutputDir + "/egress-decisions.jsonl"},
+		Env:        baseEnv(),
+		ForwardEnv: []string{},
+		Harden:     h,
+		Networks:   []string{NetInternal, NetEgress},
+		Aliases:    []string{GatewayAlias},
+	}
+}
+
+func sidecarContainer() Container {
+	h := basePolicy(RoleSidecar, roleLimits[RoleSidecar].memory)
+	h.Landlock.ConnectTCP = []uint16{GatewayPort}
+	h.Landlock.BindTCP = []uint16{SidecarPort}
+	env := baseEnv()
+	maps.Copy(env, proxyEnv("localhost,127.0.0.1,"+SidecarAlias))
+	return Container{
+		Role:       RoleSidecar,
+		Name:       "mcp-sidecar",
+		Cmd:        []string{"sidecar"},
+		Env:        env,
+		ForwardEnv: []string{},
+		Harden:     h,
+		Networks:   []string{NetInternal},
+		Aliases:    []string{SidecarAlias},
+	}
+}
+
+func agentContainer(s *Spec) Container {
+	h := basePolicy(RoleAgent, roleLimits[RoleAgent].memory)
+	h.NoSpawn = !s.Has(CapShellAccess)
+	c := Container{
+		Role: RoleAgent, Name: "sandbox-agent", Cmd: []string{"agent"},
+		Env: map[string]string{}, ForwardEnv: []string{}, Harden: h,
+		Networks: []string{}, Aliases: []string{},
+	}
+	for _, v := range s.Env { // spec first: the harness's values below win
+		if v.FromHost {
+			c.ForwardEnv = append(c.ForwardEnv, v.Name)
+		} else {
+			c.Env[v.Name] = v.Value
+		}
+	}
+	if s.Has(CapOpenAIAgents) {
+		c.ForwardEnv = append(c.ForwardEnv, openAIForward...)
+	}
+	maps.Copy(c.Env, baseEnv())
+	c.Env[EnvInSandbox] = "1"
+	if s.Has(CapNetwork) {
+		c.Networks = []string{NetInternal}
+		c.Harden.Landlock.ConnectTCP = []uint16{GatewayPort}
+		maps.Copy(c.Env, proxyEnv(SidecarAlias+",localhost,127.0.0.1"))
+	}
+	if s.Has(CapMCPClient) {
+		c.Env[EnvSidecarURL] = SidecarURL
+		c.Harden.Landlock.ConnectTCP = append(c.Harden.Landlock.ConnectTCP, SidecarPort)
+	}
+	c.ForwardEnv = forwardable(sortedUnique(c.ForwardEnv), c.Env)
+	return c
+}
+
+// forwardable drops host variables the harness sets itself: its value
+// wins, as in the seed.
+func forwardable(names []string, env map[string]string) []string {
+	out := names[:0]
+	for _, n := range names {
+		if _, set := env[n]; !set {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func cloneContainer(c Container) Container {
+	c.Cmd = slices.Clone(c.Cmd)
+	c.Env = maps.Clone(c.Env)
+	c.ForwardEnv = slices.Clone(c.ForwardEnv)
+	return c
+}

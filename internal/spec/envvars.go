@@ -1,0 +1,108 @@
+package spec
+
+import (
+	"fmt"
+	"regexp"
+
+	"github.com/pelletier/go-toml/v2/unstable"
+)
+
+// envNameRE is a portable environment variable name. The seed accepted any
+// non-empty string, including "=" and spaces, which Docker then mangles.
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// inlineEnv reads environment_variables written as an array of inline
+// tables, the other TOML spelling of [[environment_variables]].
+func (w *walker) inlineEnv(at pos, v *unstable.Node) {
+	if v.Kind != unstable.Array {
+		w.add(at, keyEnv, "must be an array of tables, not %s", kindName(v))
+		return
+	}
+	for it := v.Children(); it.Next(); {
+		n := it.Node()
+		if n.Kind == unstable.Comment {
+			continue
+		}
+		e := &envEntry{at: w.pos(n, at), index: len(w.envs)}
+		w.envs = append(w.envs, e)
+		if n.Kind != unstable.InlineTable {
+			w.add(e.at, e.path(""), "must be a table with name and value or from_host, not %s", kindName(n))
+			e.notTable = true
+			continue
+		}
+		for kv := n.Children(); kv.Next(); {
+			parts, kat := w.keyParts(kv.Node().Key())
+			w.envKey(e, parts, kat, kv.Node().Value())
+		}
+	}
+}
+
+func (e *envEntry) path(key string) string {
+	p := fmt.Sprintf("%s[%d]", keyEnv, e.index)
+	if key != "" {
+		p += "." + key
+	}
+	return p
+}
+
+func (w *walker) envKey(e *envEntry, parts []string, at pos, v *unstable.Node) {
+	key := joinKey(parts)
+	if len(parts) != 1 || !w.known(key, at, e.path(key), envKeys) {
+		if len(parts) != 1 {
+			w.add(at, e.path(key), "unknown key; supported keys: from_host, name, value")
+		}
+		return
+	}
+	vat := w.pos(v, at)
+	switch key {
+	case keyName, keyValue:
+		e.sawValue = e.sawValue || key == keyValue
+		if v.Kind != unstable.String {
+			w.add(vat, e.path(key), "must be a string, not %s", kindName(v))
+			return
+		}
+		it := &item{string(v.Data), vat, e.path(key)}
+		if key == keyName {
+			e.name = it
+		} else {
+			e.value = it
+		}
+	case keyHost:
+		e.sawHost = true
+		if v.Kind != unstable.Bool || string(v.Data) != "true" {
+			w.add(vat, e.path(key), "must be true (leave it out and set value instead)")
+			return
+		}
+		e.fromHost = &vat
+	}
+}
+
+// checkEnv validates each entry and copies the valid ones into the spec.
+func (w *walker) checkEnv() {
+	first := map[string]pos{}
+	for _, e := range w.envs {
+		if e.notTable {
+			continue
+		}
+		if e.name == nil {
+			w.add(e.at, e.path(""), "missing name")
+		} else if !envNameRE.MatchString(e.name.val) {
+			w.add(e.name.at, e.path(keyName), "invalid variable name %q: use letters, digits and _, not starting with a digit", e.name.val)
+		} else if p, dup := first[e.name.val]; dup {
+			w.add(e.name.at, e.path(keyName), "duplicate environment variable %q (first declared at line %d)", e.name.val, p.line)
+		} else {
+			first[e.name.val] = e.name.at
+		}
+		hasValue, hasHost := e.sawValue, e.sawHost
+		if hasValue == hasHost {
+			w.add(e.at, e.path(""), "needs exactly one of value or from_host = true")
+		}
+		if e.name != nil && (e.value != nil || e.fromHost != nil) {
+			v := EnvVar{Name: e.name.val, FromHost: e.fromHost != nil}
+			if e.value != nil {
+				v.Value = e.value.val
+			}
+			w.spec.Env = append(w.spec.Env, v)
+		}
+	}
+}

@@ -1,0 +1,56 @@
+package spec
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+// ledger records, for each capability (and for the spec's own allowlists
+// and host variables), exactly what it opened and in which layer. The
+// hardened default is what no entry mentions.
+func ledger(s *Spec, gw *netpolicy.Config) []Softening {
+	var l []Softening
+	add := func(capability, layer, format string, args ...any) {
+		l = append(l, Softening{Capability: capability, Layer: layer, What: fmt.Sprintf(format, args...)})
+	}
+	if s.Has(CapNetwork) {
+		add(CapNetwork, LayerTopology, "gateway container %s:%d joins the internal network and the egress network (the only route out)", GatewayAlias, GatewayPort)
+		add(CapNetwork, LayerDocker, "agent joins the internal network instead of network mode none; HTTP(S)_PROXY=%s", ProxyURL)
+		add(CapNetwork, LayerLandlock, "agent may connect to TCP port %d (the gateway)", GatewayPort)
+		add(CapNetwork, LayerEgress, "HTTP to ports %s, CONNECT to ports %s, public addresses only", ports(gw.HTTPPorts), ports(gw.ConnectPorts))
+		for _, d := range s.AllowedDomains {
+			add(CapNetwork, LayerEgress, "allowed_domains entry %q", d)
+		}
+		for _, ip := range s.AllowedIPs {
+			add(CapNetwork, LayerEgress, "allowed_ip_addresses entry %q (also reachable if non-public)", ip)
+		}
+	}
+	if s.Has(CapMCPClient) {
+		add(CapMCPClient, LayerTopology, "sidecar container %s:%d on the internal network, reaching upstream MCP servers only through the gateway", SidecarAlias, SidecarPort)
+		add(CapMCPClient, LayerEnv, "agent gets %s=%s", EnvSidecarURL, SidecarURL)
+		add(CapMCPClient, LayerLandlock, "agent may connect to TCP port %d (the sidecar)", SidecarPort)
+	}
+	if s.Has(CapOpenAIAgents) {
+		add(CapOpenAIAgents, LayerEgress, "adds domain rule %s", openAIDomain)
+		add(CapOpenAIAgents, LayerEnv, "forwards %s from the host to the agent", strings.Join(openAIForward, ", "))
+	}
+	if s.Has(CapShellAccess) {
+		add(CapShellAccess, LayerSpawn, "agent may execve/execveat (the no-spawn filter is not installed)")
+	}
+	for _, v := range s.Env {
+		if v.FromHost {
+			add("environment_variables", LayerEnv, "forwards %s from the host to the agent", v.Name)
+		}
+	}
+	return l
+}
+
+func ports(ps []uint16) string {
+	s := make([]string, len(ps))
+	for i, p := range ps {
+		s[i] = fmt.Sprint(p)
+	}
+	return strings.Join(s, ",")
+}
