@@ -20,7 +20,7 @@ const testKey = "sk-test-fake-key-0123456789"
 
 // setup starts a fake model playing b and the fake sidecar, and returns a
 // config pointing the agent at both.
-func setup(t *testing.T, b fakemodel.Behaviour) (Config, *fakemodel.Server, *fakeSidecar) {
+func setup(t testing.TB, b fakemodel.Behaviour) (Config, *fakemodel.Server, *fakeSidecar) {
 	t.Helper()
 	model, err := fakemodel.New(b, testKey)
 	if err != nil {

@@ -34,7 +34,7 @@ type searchArgs struct {
 }
 
 // startSidecar serves the fake sidecar on loopback and returns its MCP URL.
-func startSidecar(t *testing.T) (*fakeSidecar, string) {
+func startSidecar(t testing.TB) (*fakeSidecar, string) {
 	t.Helper()
 	f := &fakeSidecar{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fake-sidecar", Version: "1"}, nil)
