@@ -28,6 +28,7 @@ var subcommands = []func(Streams) *cobra.Command{
 	newAgentCmd,
 	newSidecarCmd,
 	newGatewayCmd,
+	newSpecCmd,
 }
 
 // newRootCmd builds the command tree.

@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+	"github.com/spf13/cobra"
+)
+
+// specOptions are the flags shared by `spec check` and `spec resolve`.
+type specOptions struct {
+	path string // --spec; empty selects the embedded default
+	out  string // --out (resolve)
+	json bool   // --json (resolve)
+}
+
+func newSpecCmd(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "spec",
+		Short: "Validate a sandbox spec and show everything it resolves into",
+		Long: `A sandbox spec (sandbox_spec.toml) says what the sandbox may do:
+
+  schema_version = 1
+  capabilities = ["network", "mcp_client", "openai_agents"]
+  allowed_domains = [".example.com"]      # .x = x and its subdomains; x = x only
+  allowed_ip_addresses = []               # addresses or CIDRs, canonical spelling
+  [[environment_variables]]
+  name = "MY_VAR"                         # exactly one of value = "..." or from_host = true
+  value = "literal"
+
+Capabilities: network (the egress gateway), mcp_client (the MCP sidecar; needs
+network), openai_agents (adds .openai.com, forwards OPENAI_API_KEY; needs
+network), shell_access (lets the agent start processes). Without --spec the
+built-in default spec is used.`,
+	}
+	cmd.AddCommand(newSpecCheckCmd(s), newSpecResolveCmd(s))
+	return cmd
+}
+
+func newSpecCheckCmd(s Streams) *cobra.Command {
+	var o specOptions
+	cmd := &cobra.Command{
+		Use:   "check",
+		Short: "Validate a spec; list every problem as file:line:col: key: message (exit 3)",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return specCheck(s, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.path, "spec", "", "spec file (default: the built-in spec)")
+	return cmd
+}
+
+func newSpecResolveCmd(s Streams) *cobra.Command {
+	var o specOptions
+	cmd := &cobra.Command{
+		Use:   "resolve",
+		Short: "Show (or write with --out) everything a spec resolves into",
+		Long: `Resolve a spec into the profile every layer enforces. With --out DIR it writes
+sandbox-spec.json, resolved-profile.json, seccomp-profile.json,
+landlock-policy.json, gateway-policy.json, squid.conf, Dockerfile and
+softening-ledger.json into DIR (created if missing; existing links are refused).
+With --json it prints resolved-profile.json; otherwise a summary.`,
+		Args: cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			return specResolve(s, o)
+		},
+	}
+	cmd.Flags().StringVar(&o.path, "spec", "", "spec file (default: the built-in spec)")
+	cmd.Flags().StringVar(&o.out, "out", "", "directory to write the resolved artifacts to")
+	cmd.Flags().BoolVar(&o.json, "json", false, "print resolved-profile.json instead of a summary")
+	return cmd
+}
+
+// loadProfile loads and resolves the selected spec; an invalid spec
+// prints every problem to stderr and maps to exit 3.
+func loadProfile(s Streams, path string) (*spec.Profile, error) {
+	var sp *spec.Spec
+	var err error
+	if path == "" {
+		sp, err = spec.Default()
+	} else {
+		sp, err = spec.LoadFile(path)
+	}
+	if err == nil {
+		var p *spec.Profile
+		if p, err = spec.Resolve(sp); err == nil {
+			return p, nil
+		}
+	}
+	var probs *spec.Problems
+	if errors.As(err, &probs) {
+		fmt.Fprintln(s.Err, probs.Error())
+		return nil, withCode(ExitInvalidSpec, fmt.Errorf("invalid spec: %d problem(s)", len(probs.List)))
+	}
+	return nil, withCode(ExitInvalidSpec, fmt.Errorf("resolving spec: %w", err))
+}
+
+func specCheck(s Streams, o specOptions) error {
+	p, err := loadProfile(s, o.path)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(s.Out, "%s: ok (capabilities: %s; containers: %s)\n",
+		p.Spec.Source, orNone(p.Capabilities), strings.Join(p.Roles, ", "))
+	return err
+}
+
+func specResolve(s Streams, o specOptions) error {
+	p, err := loadProfile(s, o.path)
+	if err != nil {
+		return err
+	}
+	files, err := spec.Artifacts(p)
+	if err != nil {
+		return err
+	}
+	if o.out != "" {
+		if err := writeArtifacts(o.out, files); err != nil {
+			return err
+		}
+	}
+	if o.json {
+		_, err = s.Out.Write(files[spec.FileProfile])
+		return err
+	}
+	return printSummary(s.Out, p, o.out, files)
+}
+
+func printSummary(w io.Writer, p *spec.Profile, out string, files map[string][]byte) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "spec:         %s (hash %s)\n", p.Spec.Source, p.SpecHash)
+	fmt.Fprintf(&b, "capabilities: %s\n", orNone(p.Capabilities))
+	fmt.Fprintf(&b, "containers:   %s\n", strings.Join(p.Roles, ", "))
+	if p.Gateway != nil {
+		fmt.Fprintf(&b, "egress:       domains %s; IPs %s\n", orNone(p.Gateway.AllowedDomains), orNone(p.Gateway.AllowedIPs))
+	} else {
+		b.WriteString("egress:       none (no network capability)\n")
+	}
+	b.WriteString("softening ledger:\n")
+	for _, l := range p.Ledger {
+		fmt.Fprintf(&b, "  %-22s %-10s %s\n", l.Capability, l.Layer, l.What)
+	}
+	if out != "" {
+		fmt.Fprintf(&b, "wrote to %s: %s\n", out, strings.Join(slices.Sorted(maps.Keys(files)), ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func orNone(s []string) string {
+	if len(s) == 0 {
+		return "none"
+	}
+	return strings.Join(s, ", ")
+}
+
+// writeArtifacts writes files into dir, creating dir if needed. It never
+// follows a symbolic link: dir itself must not be one, and an existing
+// link in place of a file is refused rather than written through (the
+// threat: a link planted to redirect the write onto another file).
+func writeArtifacts(dir string, files map[string][]byte) error {
+	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return fmt.Errorf("creating %s: %w", dir, err)
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return fmt.Errorf("checking %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("writing to %s: not a directory (links are not followed)", dir)
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", dir, err)
+	}
+	defer root.Close()
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := writeNoFollow(root, name, files[name]); err != nil {
+			return fmt.Errorf("writing %s: %w", filepath.Join(dir, name), err)
+		}
+	}
+	return nil
+}
+
+func writeNoFollow(root *os.Root, name string, data []byte) error {
+	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
+		return fmt.Errorf("refusing to replace a %s", fi.Mode().Type())
+	}
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
