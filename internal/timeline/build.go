@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -32,9 +33,7 @@ func Build(runDir string) (*Timeline, error) {
 	t := &Timeline{Schema: Schema, Dir: runDir, RunID: filepath.Base(runDir)}
 	b := &builder{t: t, r: r}
 	b.readMetadata()
-	b.count(FileAgentTurns, r.eachLine(FileAgentTurns, false, b.turn))
-	b.count(FileAudit, r.eachLine(FileAudit, false, b.audit))
-	b.count(FileDecisions, r.eachLine(FileDecisions, false, b.decision))
+	b.readLineSources()
 	b.readExtras()
 	sortEvents(t.Events)
 	link(t.Events)
@@ -44,6 +43,37 @@ func Build(runDir string) (*Timeline, error) {
 		t.Problems = []Problem{}
 	}
 	return t, nil
+}
+
+// lineSources are the JSONL sources and the parser of each line.
+var lineSources = []struct {
+	file  string
+	parse func(b *builder, line []byte, n int) error
+}{
+	{FileAgentTurns, (*builder).turn},
+	{FileAudit, (*builder).audit},
+	{FileDecisions, (*builder).decision},
+}
+
+// readLineSources parses the JSONL sources concurrently (they are the bulk
+// of a large run) and merges events, counts and problems in a fixed order
+// so the result does not depend on scheduling.
+func (b *builder) readLineSources() {
+	parts := make([]*builder, len(lineSources))
+	var wg sync.WaitGroup
+	for i, src := range lineSources {
+		p := &builder{t: &Timeline{}, r: &sourceReader{dir: b.r.dir}}
+		parts[i] = p
+		wg.Go(func() {
+			p.count(src.file, p.r.eachLine(src.file, false, func(line []byte, n int) error { return src.parse(p, line, n) }))
+		})
+	}
+	wg.Wait()
+	for _, p := range parts {
+		b.t.Events = append(b.t.Events, p.t.Events...)
+		b.t.Sources = append(b.t.Sources, p.t.Sources...)
+		b.r.problems = append(b.r.problems, p.r.problems...)
+	}
 }
 
 // builder accumulates events from the sources of one run.
@@ -147,7 +177,7 @@ func (b *builder) decision(line []byte, n int) error {
 		return fmt.Errorf("decision %q is neither allow nor deny", l.Decision)
 	}
 	e := Event{Time: l.Time, DurationMS: l.DurationMS, Source: SourceGateway, Kind: KindEgress,
-		OK: l.Decision == "allow", CorrelationID: normID(l.CorrelationID), Client: l.Client,
+		OK: l.Decision == "allow" && l.Error == "", Error: l.Error, CorrelationID: normID(l.CorrelationID), Client: l.Client,
 		Method: l.Method, Host: l.Host, Port: string(l.Port), ResolvedIP: l.ResolvedIP, Decision: l.Decision,
 		Rule: l.Rule, Reason: l.Reason, BytesUp: l.BytesUp, BytesDown: l.BytesDown, File: FileDecisions, Line: n}
 	e.Summary = egressSummary(&e)
@@ -169,6 +199,9 @@ func egressSummary(e *Event) string {
 	}
 	if e.Rule != "" {
 		s += " (rule " + e.Rule + ")"
+	}
+	if e.Error != "" {
+		s += ", failed upstream: " + e.Error
 	}
 	return s
 }

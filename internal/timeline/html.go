@@ -70,6 +70,7 @@ type htmlView struct {
 	Destinations []destView
 	Phases       []phaseView
 	Rows         []rowView
+	OmittedRows  int
 	ExitOK       bool
 
 	ProbePass, ProbeViolations, ProbeOther int
@@ -109,6 +110,8 @@ type rowView struct {
 	Expandable bool
 	Open       bool
 	Children   []rowView
+	// MoreChildren counts linked events not shown under this row.
+	MoreChildren int
 
 	ChildDenied bool
 }
@@ -126,7 +129,7 @@ func (t *Timeline) view() *htmlView {
 	v.Networks = t.networkViews()
 	v.Destinations = t.destinations()
 	v.Phases = t.phaseViews()
-	v.Rows = t.rows()
+	v.Rows, v.OmittedRows = t.rows()
 	if t.Probe != nil {
 		v.ProbePass, v.ProbeViolations, v.ProbeOther = t.Probe.Tally()
 	}
@@ -261,29 +264,83 @@ func relText(start, at time.Time) string {
 	return fmt.Sprintf("+%.3fs", at.Sub(start).Seconds())
 }
 
-func (t *Timeline) rows() []rowView {
+// Bounds on what report.html shows. A page with tens of thousands of
+// expandable rows is neither readable nor quick to write; timeline.jsonl
+// keeps every event, and the page says how many it left out.
+const (
+	maxReportRows     = 2000 // top-level timeline rows
+	maxReportChildren = 100  // linked events under one row
+)
+
+// rows returns the timeline's top-level rows with their linked events.
+// Past maxReportRows, failures and denials are kept first, then ordinary
+// rows in time order: the page must never drop what a reviewer looks for.
+func (t *Timeline) rows() (rows []rowView, omitted int) {
 	children := childrenOf(t.Events)
-	var out []rowView
+	var roots []int
+	flagged := map[int]bool{}
 	for i := range t.Events {
 		e := &t.Events[i]
 		if e.Parent != 0 {
 			continue
 		}
-		r := t.row(e)
-		for _, c := range children[e.Seq] {
-			cr := t.row(&t.Events[c])
-			r.Children = append(r.Children, cr)
-			r.ChildDenied = r.ChildDenied || cr.Flagged
+		roots = append(roots, i)
+		if !e.OK || anyNotOK(t.Events, children[e.Seq]) {
+			flagged[i] = true
 		}
-		r.Expandable = len(r.Children) > 0 || r.Args != "" || e.ResultPreview != "" || e.Error != "" ||
-			e.Kind == KindToolCall || e.Kind == KindResourceRead || e.Kind == KindModelRequest
-		// A call that failed or caused a denial opens by itself: it is
-		// what the reviewer came for.
-		r.Open = r.Flagged || r.ChildDenied
-		r.Flagged = r.Flagged || r.ChildDenied
-		out = append(out, r)
 	}
-	return out
+	keep := selectRows(roots, flagged, maxReportRows)
+	for _, i := range roots {
+		if keep[i] {
+			rows = append(rows, t.rootRow(&t.Events[i], children[t.Events[i].Seq]))
+		}
+	}
+	return rows, len(roots) - len(rows)
+}
+
+func anyNotOK(ev []Event, idx []int) bool {
+	for _, c := range idx {
+		if !ev[c].OK {
+			return true
+		}
+	}
+	return false
+}
+
+// selectRows picks at most limit roots, flagged ones first.
+func selectRows(roots []int, flagged map[int]bool, limit int) map[int]bool {
+	keep := map[int]bool{}
+	for _, pass := range []bool{true, false} {
+		for _, i := range roots {
+			if len(keep) >= limit {
+				return keep
+			}
+			if flagged[i] == pass {
+				keep[i] = true
+			}
+		}
+	}
+	return keep
+}
+
+func (t *Timeline) rootRow(e *Event, children []int) rowView {
+	r := t.row(e)
+	for n, c := range children {
+		if n == maxReportChildren {
+			r.MoreChildren = len(children) - n
+			break
+		}
+		cr := t.row(&t.Events[c])
+		r.Children = append(r.Children, cr)
+		r.ChildDenied = r.ChildDenied || cr.Flagged
+	}
+	r.Expandable = len(r.Children) > 0 || r.Args != "" || e.ResultPreview != "" || e.Error != "" ||
+		e.Kind == KindToolCall || e.Kind == KindResourceRead || e.Kind == KindModelRequest
+	// A call that failed or caused a denial opens by itself: it is what
+	// the reviewer came for.
+	r.Open = r.Flagged || r.ChildDenied
+	r.Flagged = r.Flagged || r.ChildDenied
+	return r
 }
 
 func (t *Timeline) row(e *Event) rowView {

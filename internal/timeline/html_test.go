@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -110,5 +111,37 @@ func TestReportShowsWhatAReviewerNeeds(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestReportKeepsEveryDenialWhenCapped fills a run past the page's row
+// budget and checks that every denial is still on the page.
+func TestReportKeepsEveryDenialWhenCapped(t *testing.T) {
+	tl, err := Build(genRun(t, 2600)) // 2600 calls + 260 unlinked denials
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := 0
+	for _, e := range tl.Events {
+		if e.Parent == 0 {
+			roots++ // 2600 calls, 260 denials and the harness's events
+		}
+	}
+	rows, omitted := tl.rows()
+	denials := 0
+	for _, r := range rows {
+		if r.E.Denied() {
+			denials++
+		}
+	}
+	if len(rows) != maxReportRows || omitted != roots-maxReportRows || denials != 260 {
+		t.Errorf("rows %d omitted %d denials %d, want %d %d 260", len(rows), omitted, denials, maxReportRows, roots-maxReportRows)
+	}
+	var page bytes.Buffer
+	if err := tl.WriteHTML(&page); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(page.String(), fmt.Sprintf("%d ordinary events are not shown", roots-maxReportRows)) {
+		t.Error("page does not say how many events it left out")
 	}
 }

@@ -42,6 +42,7 @@ type decisionLine struct {
 	BytesDown     int64     `json:"bytes_down"`
 	DurationMS    float64   `json:"duration_ms"`
 	CorrelationID string    `json:"correlation_id"`
+	Error         string    `json:"error"` // an allowed request that failed upstream
 }
 
 // turnLine is one line of agent-turns.jsonl.
