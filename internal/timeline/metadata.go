@@ -67,8 +67,12 @@ func (b *builder) containerEvents(c ContainerInfo, m runMetadata) {
 	if c.Name != "" {
 		name = fmt.Sprintf("%s (%s)", c.Role, c.Name)
 	}
-	if !c.Started.IsZero() {
-		b.add(Event{Time: c.Started, Source: SourceHarness, Kind: KindContainerStart, OK: true, Role: c.Role,
+	started := c.Started
+	if started.IsZero() {
+		started, _ = roleStart(m, c.Role)
+	}
+	if !started.IsZero() {
+		b.add(Event{Time: started, Source: SourceHarness, Kind: KindContainerStart, OK: true, Role: c.Role,
 			Name: c.Name, Summary: "container " + name + " started", File: FileRunMetadata})
 	}
 	if c.ExitCode == nil {
@@ -84,30 +88,43 @@ func (b *builder) containerEvents(c ContainerInfo, m runMetadata) {
 }
 
 // roleEnd places a container's exit when the harness did not record its
-// time: at the end of the last phase that names its role other than the
-// one that started it ("run agent"), else at the start of teardown, else at
+// time: the workload (any role but gateway and sidecar) at the end of the
+// phase that waited for it, the others at the start of teardown, else at
 // the end of the run.
 func roleEnd(m runMetadata, role string) time.Time {
-	var end time.Time
-	for _, p := range m.Phases {
-		name := strings.ToLower(p.Name)
-		if role == "" || !strings.Contains(name, strings.ToLower(role)) || strings.Contains(name, "start") || strings.Contains(name, "creat") {
-			continue
-		}
-		if e := p.Start.Add(time.Duration(p.DurationMS * float64(time.Millisecond))); e.After(end) {
-			end = e
+	if role != "gateway" && role != "sidecar" {
+		if p, ok := findPhase(m.Phases, func(name string) bool {
+			return name == "wait" || strings.HasPrefix(name, "wait ") || name == "run "+role
+		}); ok {
+			return p.Start.Add(msDuration(p.DurationMS))
 		}
 	}
-	if !end.IsZero() {
-		return end
-	}
-	for _, p := range m.Phases {
-		if name := strings.ToLower(p.Name); strings.Contains(name, "teardown") || strings.Contains(name, "cleanup") {
-			return p.Start
-		}
+	if p, ok := findPhase(m.Phases, func(name string) bool { return strings.Contains(name, "teardown") }); ok {
+		return p.Start
 	}
 	return m.Finished
 }
+
+// roleStart places a container's start when the harness did not record
+// it: at the end of the phase that started it ("agent" or "start agent").
+func roleStart(m runMetadata, role string) (time.Time, bool) {
+	p, ok := findPhase(m.Phases, func(name string) bool { return name == role || name == "start "+role })
+	if !ok || !p.OK {
+		return time.Time{}, false
+	}
+	return p.Start.Add(msDuration(p.DurationMS)), true
+}
+
+func findPhase(phases []PhaseInfo, match func(lowerName string) bool) (PhaseInfo, bool) {
+	for _, p := range phases {
+		if match(strings.ToLower(p.Name)) {
+			return p, true
+		}
+	}
+	return PhaseInfo{}, false
+}
+
+func msDuration(ms float64) time.Duration { return time.Duration(ms * float64(time.Millisecond)) }
 
 // exitText explains an exit code; codes above 128 are a signal's.
 func exitText(code int) string {
@@ -130,10 +147,7 @@ func exitText(code int) string {
 // readExtras reads the sources that are not events: the gateway policy,
 // the probe report and the answer.
 func (b *builder) readExtras() {
-	var p Policy
-	if b.r.readJSON(FileGatewayPol, false, &p) {
-		b.t.Policy = &p
-	}
+	b.t.Policy = b.readPolicy()
 	b.t.Probe = b.readProbe()
 	if data := b.r.read(FileAnswer, false); data != nil {
 		b.t.Answer = truncateUTF8(string(data), maxAnswerBytes)
@@ -160,4 +174,21 @@ func killNote(c ContainerInfo) string {
 		return " [timed out]"
 	}
 	return ""
+}
+
+// readPolicy returns what the gateway was told to allow: gateway-policy.json
+// when the run directory has it, else the "gateway" section of
+// resolved-profile.json (the same netpolicy.Config), else nil.
+func (b *builder) readPolicy() *Policy {
+	var p Policy
+	if b.r.readJSON(FileGatewayPol, false, &p) {
+		return &p
+	}
+	var prof struct {
+		Gateway *Policy `json:"gateway"`
+	}
+	if b.r.readJSON(FileResolvedProfile, false, &prof) {
+		return prof.Gateway
+	}
+	return nil
 }

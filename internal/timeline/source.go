@@ -14,17 +14,18 @@ import (
 
 // Artifact names read from a run directory (the cross-part contract).
 const (
-	FileRunMetadata = "run-metadata.json"
-	FileAudit       = "mcp-sidecar-tool-calls.jsonl"
-	FileDecisions   = "egress-decisions.jsonl"
-	FileAgentTurns  = "agent-turns.jsonl"
-	FileProbeReport = "report.json"
-	FileAnswer      = "answer.txt"
-	FileStdout      = "stdout.txt"
-	FileStderr      = "stderr.txt"
-	FileGatewayPol  = "gateway-policy.json"
-	FileTimeline    = "timeline.jsonl"
-	FileReport      = "report.html"
+	FileRunMetadata     = "run-metadata.json"
+	FileAudit           = "mcp-sidecar-tool-calls.jsonl"
+	FileDecisions       = "egress-decisions.jsonl"
+	FileAgentTurns      = "agent-turns.jsonl"
+	FileProbeReport     = "report.json"
+	FileAnswer          = "answer.txt"
+	FileStdout          = "stdout.txt"
+	FileStderr          = "stderr.txt"
+	FileGatewayPol      = "gateway-policy.json"
+	FileResolvedProfile = "resolved-profile.json"
+	FileTimeline        = "timeline.jsonl"
+	FileReport          = "report.html"
 )
 
 // maxSourceBytes bounds how much of one source is read: the workload can
