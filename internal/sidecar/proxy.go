@@ -20,7 +20,7 @@ func (s *Sidecar) addProxyTools(srv *mcp.Server) {
 			Name:        t.Name,
 			Description: t.Description,
 			InputSchema: t.Schema(),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(true)},
+			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: ptr(true)},
 		}, s.proxyHandler(t))
 	}
 }
