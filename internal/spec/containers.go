@@ -158,7 +158,7 @@ func sidecarContainer() Container {
 	return Container{
 		Role:       RoleSidecar,
 		Name:       "mcp-sidecar",
-		Cmd:        []string{"sidecar"},
+		Cmd:        []string{"sidecar", "--audit-log", OutputDir + "/mcp-sidecar-tool-calls.jsonl"},
 		Env:        env,
 		ForwardEnv: []string{},
 		Harden:     h,
