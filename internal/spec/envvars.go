@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"regexp"
+	"slices"
 
 	"github.com/pelletier/go-toml/v2/unstable"
 )
@@ -47,10 +48,15 @@ func (e *envEntry) path(key string) string {
 
 func (w *walker) envKey(e *envEntry, parts []string, at pos, v *unstable.Node) {
 	key := joinKey(parts)
-	if len(parts) != 1 || !w.known(key, at, e.path(key), envKeys) {
-		if len(parts) != 1 {
-			w.add(at, e.path(key), "unknown key; supported keys: from_host, name, value")
-		}
+	switch {
+	case len(parts) == 1 && slices.Contains(topKeys, key):
+		// TOML puts every key after a table header into that table.
+		w.add(at, e.path(key), "unknown key; top-level keys must come before the first [[environment_variables]]")
+		return
+	case len(parts) != 1:
+		w.add(at, e.path(key), "unknown key; supported keys: from_host, name, value")
+		return
+	case !w.known(key, at, e.path(key), envKeys):
 		return
 	}
 	vat := w.pos(v, at)
