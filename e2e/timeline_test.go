@@ -5,11 +5,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"image"
 	"image/png"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +85,9 @@ func TestReportRendersInChromium(t *testing.T) {
 			if err := timeline.Write(dir); err != nil {
 				t.Fatalf("timeline.Write: %v", err)
 			}
+			if run == "basic" {
+				checkTimelineLinksSearch(t, dir, "learn.microsoft.com")
+			}
 			url := "file://" + filepath.Join(dir, timeline.FileReport)
 			dom, console := runChromium(t, bin, url, "--dump-dom")
 			if len(console) > 0 {
@@ -139,4 +144,45 @@ func colours(img image.Image) int {
 		}
 	}
 	return len(seen)
+}
+
+// checkTimelineLinksSearch reads runDir/timeline.jsonl and requires the
+// issue's proof of the join: the sidecar's microsoft_code_sample_search
+// call carries a W3C trace-id, and the gateway's allowed upstream request
+// to learnHost carries the same id and hangs from that call.
+func checkTimelineLinksSearch(t *testing.T, runDir, learnHost string) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(runDir, timeline.FileTimeline))
+	if err != nil {
+		t.Fatalf("reading timeline.jsonl: %v", err)
+	}
+	var events []timeline.Event
+	for i, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var e timeline.Event
+		if err := json.Unmarshal(line, &e); err != nil {
+			t.Fatalf("timeline.jsonl line %d: %v", i+1, err)
+		}
+		if e.Schema != timeline.Schema {
+			t.Fatalf("timeline.jsonl line %d: schema %q, want %q", i+1, e.Schema, timeline.Schema)
+		}
+		events = append(events, e)
+	}
+	traceID := regexp.MustCompile(`^[0-9a-f]{32}$`)
+	for _, call := range events {
+		if call.Kind != timeline.KindToolCall || call.Name != "microsoft_code_sample_search" {
+			continue
+		}
+		if !traceID.MatchString(call.CorrelationID) {
+			t.Errorf("search call %d: correlation id %q is not a trace-id", call.Seq, call.CorrelationID)
+		}
+		for _, e := range events {
+			if e.Kind == timeline.KindEgress && e.Parent == call.Seq && e.Decision == "allow" &&
+				e.Host == learnHost && e.CorrelationID == call.CorrelationID && e.LinkedBy == timeline.LinkCorrelation {
+				return
+			}
+		}
+		t.Errorf("no allowed egress to %s linked to search call %d (correlation id %s)", learnHost, call.Seq, call.CorrelationID)
+		return
+	}
+	t.Errorf("timeline.jsonl has no microsoft_code_sample_search tool call")
 }
