@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -12,9 +13,24 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/cli"
 )
 
+// exitForced is the status of a second, forcing signal (128+SIGINT).
+const exitForced = 130
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal asks for a graceful end: the command tears its
+		// sandbox down and exits 130. A second one forces the exit; what
+		// is left carries labels that `mcpsidecar gc` removes.
+		<-sigs
+		cancel()
+		<-sigs
+		fmt.Fprintln(os.Stderr, "mcpsidecar: second signal, exiting without cleanup; run: mcpsidecar gc")
+		os.Exit(exitForced)
+	}()
 	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
-	stop()
+	cancel()
 	os.Exit(code)
 }

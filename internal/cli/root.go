@@ -29,6 +29,11 @@ var subcommands = []func(Streams) *cobra.Command{
 	newSidecarCmd,
 	newGatewayCmd,
 	newSpecCmd,
+	newRunCmd,
+	newDoctorCmd,
+	newTestSandboxCmd,
+	newGCCmd,
+	newRunsCmd,
 }
 
 // newRootCmd builds the command tree.

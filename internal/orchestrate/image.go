@@ -10,6 +10,12 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
+// ImageUID and ImageGID are spec.User: the owner of the output directories.
+const (
+	ImageUID = 65532
+	ImageGID = 65532
+)
+
 // ImageSource is what the FROM-scratch image is made of besides the
 // Dockerfile, passwd and group that the spec compiler defines.
 type ImageSource struct {

@@ -27,6 +27,8 @@ type Input struct {
 	ExtraMounts map[string][]dockerx.Mount
 	// ExtraLabels are added to every resource (tests add mcpsidecar.test=1).
 	ExtraLabels map[string]string
+	// WorkloadArgs are appended to the agent container's command.
+	WorkloadArgs []string
 }
 
 // Owner identifies the harness process that owns a run's resources.
@@ -193,11 +195,11 @@ func (in Input) cmd(role string, c spec.Container) []string {
 	if role != RoleAgent {
 		return append([]string{}, c.Cmd...)
 	}
-	switch in.Workload {
-	case WorkloadCheck:
-		return []string{"agent", "--check"}
+	cmd := append([]string{}, c.Cmd...)
+	if in.Workload == WorkloadCheck {
+		cmd = []string{"agent", "--check"}
 	}
-	return append([]string{}, c.Cmd...)
+	return append(cmd, in.WorkloadArgs...)
 }
 
 // attachments puts a dual-homed container on the egress network first (its

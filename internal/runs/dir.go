@@ -132,32 +132,42 @@ func (d *Dir) MkdirOutput(role string, uid, gid int) (string, error) {
 }
 
 // CopyOut copies role/src, written by a container, to dst in the run
-// directory. The source must be a regular file reached without following a
-// link; anything else is refused with an error naming it.
+// directory (see [Dir.ReadOutput]).
 func (d *Dir) CopyOut(role, src, dst string) error {
+	data, err := d.ReadOutput(role, src)
+	if err != nil {
+		return err
+	}
+	return d.Write(dst, data)
+}
+
+// ReadOutput reads role/src, written by a container. The source must be a
+// regular file reached without following a link and at most MaxCopyBytes
+// long; anything else is refused with an error naming it.
+func (d *Dir) ReadOutput(role, src string) ([]byte, error) {
 	sub, err := d.root.OpenRoot(role)
 	if err != nil {
-		return fmt.Errorf("opening output directory %s: %w", role, err)
+		return nil, fmt.Errorf("opening output directory %s: %w", role, err)
 	}
 	defer sub.Close()
 	f, err := sub.OpenFile(src, os.O_RDONLY|noFollow|nonBlock, 0)
 	if err != nil {
-		return fmt.Errorf("opening %s/%s: %w", role, src, err)
+		return nil, fmt.Errorf("opening %s/%s: %w", role, src, err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("inspecting %s/%s: %w", role, src, err)
+		return nil, fmt.Errorf("inspecting %s/%s: %w", role, src, err)
 	}
 	if !st.Mode().IsRegular() {
-		return fmt.Errorf("copying %s/%s: not a regular file (%s)", role, src, st.Mode().Type())
+		return nil, fmt.Errorf("copying %s/%s: not a regular file (%s)", role, src, st.Mode().Type())
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxCopyBytes+1))
 	if err != nil {
-		return fmt.Errorf("reading %s/%s: %w", role, src, err)
+		return nil, fmt.Errorf("reading %s/%s: %w", role, src, err)
 	}
 	if len(data) > MaxCopyBytes {
-		return fmt.Errorf("copying %s/%s: larger than %d bytes", role, src, MaxCopyBytes)
+		return nil, fmt.Errorf("copying %s/%s: larger than %d bytes", role, src, MaxCopyBytes)
 	}
-	return d.Write(dst, data)
+	return data, nil
 }

@@ -21,21 +21,24 @@ const (
 
 // Metadata is run-metadata.json.
 type Metadata struct {
-	Schema        string      `json:"schema"`
-	RunID         string      `json:"run_id"`
-	Command       string      `json:"command"`
-	Started       time.Time   `json:"started"`
-	Finished      time.Time   `json:"finished"`
-	Image         Image       `json:"image"`
-	Engine        Engine      `json:"engine"`
-	Networks      []Network   `json:"networks"`
-	Containers    []Container `json:"containers"`
-	Phases        []Phase     `json:"phases"`
-	Verdict       Verdict     `json:"verdict"`
-	Degradations  []string    `json:"degradations"`
-	Kept          bool        `json:"kept,omitempty"`
-	RemoveCommand []string    `json:"remove_command,omitempty"`
-	ExitCode      int         `json:"exit_code"`
+	Schema       string      `json:"schema"`
+	RunID        string      `json:"run_id"`
+	Command      string      `json:"command"`
+	Started      time.Time   `json:"started"`
+	Finished     time.Time   `json:"finished"`
+	Image        Image       `json:"image"`
+	Engine       Engine      `json:"engine"`
+	Networks     []Network   `json:"networks"`
+	Containers   []Container `json:"containers"`
+	Phases       []Phase     `json:"phases"`
+	Verdict      Verdict     `json:"verdict"`
+	Degradations []string    `json:"degradations"`
+	// ArtifactProblems names workload files the host refused to copy
+	// (links, special files, oversized) or could not read.
+	ArtifactProblems []string `json:"artifact_problems,omitempty"`
+	Kept             bool     `json:"kept,omitempty"`
+	RemoveCommand    []string `json:"remove_command,omitempty"`
+	ExitCode         int      `json:"exit_code"`
 }
 
 // Image is the image every container of the run used.

@@ -1,0 +1,34 @@
+package cli
+
+import (
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/spf13/cobra"
+)
+
+func newDoctorCmd(s Streams) *cobra.Command {
+	o := sandboxOptions{command: "doctor", workload: orchestrate.WorkloadCheck}
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that the sandbox works, end to end, without a model or an API key",
+		Long: `doctor runs the preflight (Docker daemon, engine version) and then one full
+sandbox lifecycle — image, networks, gateway, sidecar, agent container, artifacts,
+teardown — in which the agent container runs a built-in connectivity check
+("mcpsidecar agent --check") instead of a model: it lists the sidecar's tools,
+reads the answer-format resource, confirms the gateway refuses a name under
+.invalid and that the container has no route out, and prints a table.
+
+No API key is needed and no traffic leaves the machine. Run it before spending
+money on a model. The record lands in a run directory like any run's.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return runSandbox(cmd.Context(), s, o)
+		},
+	}
+	o.addFlags(cmd, false)
+	cmd.Flags().Lookup("timeout").DefValue = "2m0s"
+	_ = cmd.Flags().Set("timeout", "2m")
+	return cmd
+}

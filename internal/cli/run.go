@@ -1,0 +1,141 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/spf13/cobra"
+)
+
+// exitInterrupted is the conventional exit status after SIGINT (128+2).
+const exitInterrupted = 130
+
+// Environment variables the sandbox commands read on the host.
+const (
+	envAllowOldEngine = "MCPSIDECAR_ALLOW_OLD_ENGINE" // "1": accept an engine older than 26
+	envImageBinary    = "MCPSIDECAR_IMAGE_BINARY"     // the binary to put in the image (default: this one)
+	envCABundle       = "MCPSIDECAR_CA_BUNDLE"        // default /etc/ssl/certs/ca-certificates.crt
+	envImageMethod    = "MCPSIDECAR_IMAGE_METHOD"     // "import": skip the classic builder
+	envExtraLabels    = "MCPSIDECAR_LABELS"           // "k=v,k=v" added to every resource (tests)
+)
+
+// sandboxOptions are the flags shared by run, doctor and test-sandbox.
+type sandboxOptions struct {
+	command        string // "run", "doctor", "test-sandbox"
+	workload       orchestrate.Workload
+	specFile       string
+	runsDir        string
+	timeout        time.Duration
+	readyTimeout   time.Duration
+	keep           bool
+	quiet          bool
+	json           bool
+	question       string
+	allowOldEngine bool
+
+	serializeEvidence bool
+	baseline          string
+	// runDir, when set, receives the run directory's path.
+	runDir *string
+}
+
+func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
+	f := cmd.Flags()
+	f.StringVar(&o.specFile, "spec", "", "sandbox spec file (default: the built-in spec)")
+	f.StringVar(&o.runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories")
+	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "kill the workload after this long")
+	f.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Second, "how long the gateway and sidecar may take to become ready")
+	f.BoolVar(&o.keep, "keep", false, "keep containers and networks after the run and print the command that removes them")
+	f.BoolVar(&o.quiet, "quiet", false, "print no progress lines")
+	f.BoolVar(&o.json, "json", false, "print a JSON summary on stdout (the workload's stdout goes to stderr)")
+	f.BoolVar(&o.allowOldEngine, "allow-old-engine", os.Getenv(envAllowOldEngine) == "1",
+		"accept a Docker Engine older than 26 (recorded as a degradation; env "+envAllowOldEngine+"=1)")
+	if withQuestion {
+		f.StringVar(&o.question, "question", "", "the question for the agent (default: the seed's)")
+	}
+}
+
+func (o sandboxOptions) validate() error {
+	switch {
+	case o.timeout <= 0:
+		return usageErrorf("--timeout %s: want a positive duration", o.timeout)
+	case o.readyTimeout <= 0:
+		return usageErrorf("--ready-timeout %s: want a positive duration", o.readyTimeout)
+	case o.runsDir == "":
+		return usageErrorf("--runs-dir: want a directory")
+	}
+	return nil
+}
+
+func newRunCmd(s Streams) *cobra.Command {
+	o := sandboxOptions{command: "run", workload: orchestrate.WorkloadAgent}
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the agent in a hardened, disposable sandbox and keep the record",
+		Long: `run builds (or reuses) the FROM-scratch image, creates the run's internal and
+egress networks, starts the egress gateway and the MCP sidecar, runs the agent
+with its output streamed here, saves every artifact under the run directory, and
+removes every container and network it created — on success, failure, timeout
+and Ctrl-C alike (a second Ctrl-C forces an exit; "mcpsidecar gc" cleans up).
+
+Phases, each one progress line on stderr: spec, preflight, image, run-dir,
+networks, gateway, sidecar, agent, wait, collect, teardown.
+
+Environment: OPENAI_API_KEY (required by openai_agents), OPENAI_BASE_URL,
+OPENAI_MODEL, DOCKER_HOST, ` + envAllowOldEngine + `.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			return runSandbox(cmd.Context(), s, o)
+		},
+	}
+	o.addFlags(cmd, true)
+	return cmd
+}
+
+// interrupted turns the end of a run cancelled by a signal into exit 130.
+func interrupted(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	if err == nil {
+		err = errors.New("interrupted")
+	}
+	return withCode(exitInterrupted, fmt.Errorf("interrupted; sandbox torn down: %w", err))
+}
+
+// extraLabels parses MCPSIDECAR_LABELS ("k=v,k=v").
+func extraLabels(raw string) (map[string]string, error) {
+	out := map[string]string{}
+	if raw == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(raw, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usageErrorf("%s: entry %q: want key=value", envExtraLabels, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// engineMajor reads the major version of an engine version string such as
+// "20.10.24+dfsg1" or "27.3.1".
+func engineMajor(v string) (int, error) {
+	head, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(head)
+	if err != nil {
+		return 0, fmt.Errorf("reading engine version %q: %w", v, err)
+	}
+	return n, nil
+}

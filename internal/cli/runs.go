@@ -1,0 +1,148 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/spf13/cobra"
+)
+
+func newRunsCmd(s Streams) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "runs",
+		Short: "List past runs and show one",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return cmd.Help()
+		},
+	}
+	cmd.PersistentFlags().StringVar(&dir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories")
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first, with command, verdict and exit code",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runsList(s, dir, asJSON)
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	show := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show one run: summary, verdict, phase timings and artifact paths",
+		Long:  "show takes a run id (run-...), a unique prefix of one, or a run directory path.",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runsShow(s, dir, args[0], asJSON)
+		},
+	}
+	show.Flags().BoolVar(&asJSON, "json", false, "print run-metadata.json")
+	cmd.AddCommand(list, show)
+	return cmd
+}
+
+func runsList(s Streams, dir string, asJSON bool) error {
+	all, err := runs.List(dir)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		out := []map[string]any{}
+		for _, r := range all {
+			out = append(out, map[string]any{"id": r.ID, "path": r.Path, "metadata": r.Meta})
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(s.Out, string(b))
+		return nil
+	}
+	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tCOMMAND\tVERDICT\tEXIT\tDURATION")
+	for _, r := range all {
+		if r.Meta == nil {
+			fmt.Fprintf(tw, "%s\t?\tno metadata\t?\t?\n", r.ID)
+			continue
+		}
+		m := r.Meta
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, m.Command, verdictWord(m.Verdict), m.ExitCode, m.Finished.Sub(m.Started).Round(1e6))
+	}
+	return tw.Flush()
+}
+
+func verdictWord(v runs.Verdict) string {
+	if v.OK {
+		return "ok"
+	}
+	return "failed"
+}
+
+func runsShow(s Streams, dir, ref string, asJSON bool) error {
+	path, err := runs.Resolve(dir, ref)
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	m, err := runs.ReadMetadata(path)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		b, _ := json.MarshalIndent(m, "", "  ")
+		fmt.Fprintln(s.Out, string(b))
+		return nil
+	}
+	fmt.Fprintf(s.Out, "run %s (%s), exit code %d\n", m.RunID, m.Command, m.ExitCode)
+	fmt.Fprintf(s.Out, "started %s, took %s\n", m.Started.Format("2006-01-02 15:04:05Z"), m.Finished.Sub(m.Started).Round(1e6))
+	fmt.Fprintf(s.Out, "image %s (%s)\n", m.Image.Tag, m.Image.Method)
+	for _, d := range m.Degradations {
+		fmt.Fprintf(s.Out, "degraded: %s\n", d)
+	}
+	fmt.Fprintf(s.Out, "\nverdict: %s\n", verdictWord(m.Verdict))
+	for _, c := range m.Verdict.Checks {
+		mark := "FAIL"
+		if c.OK {
+			mark = "ok"
+		}
+		fmt.Fprintf(s.Out, "  %-4s %s  %s\n", mark, c.Name, c.Detail)
+	}
+	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nPHASE\tMS\tOK")
+	for _, p := range m.Phases {
+		fmt.Fprintf(tw, "%s\t%.1f\t%v\n", p.Name, p.DurationMS, p.OK)
+	}
+	fmt.Fprintln(tw, "\nCONTAINER\tROLE\tEXIT\tPEAK MEM")
+	for _, c := range m.Containers {
+		code := "-"
+		if c.ExitCode != nil {
+			code = fmt.Sprint(*c.ExitCode)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f MB\n", c.Name, c.Role, code, float64(c.PeakMemoryBytes)/1e6)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return listArtifacts(s, path)
+}
+
+func listArtifacts(s Streams, path string) error {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return fmt.Errorf("listing %s: %w", path, err)
+	}
+	names := []string{}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	fmt.Fprintln(s.Out, "\nartifacts:")
+	for _, n := range names {
+		fmt.Fprintf(s.Out, "  %s\n", filepath.Join(path, n))
+	}
+	return nil
+}

@@ -1,0 +1,197 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strings"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/probe"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+)
+
+// envProbeContext carries the probe context into the agent container.
+const envProbeContext = probe.ContextEnv
+
+// checkAgentHost is the host preflight of a model run (internal/agent).
+var checkAgentHost = agent.CheckHost
+
+// workloadFiles are copied from each role's output directory into the run
+// directory, under the same name.
+var workloadFiles = map[string][]string{
+	orchestrate.RoleGateway: {"egress-decisions.jsonl"},
+	orchestrate.RoleSidecar: {orchestrate.AuditFile},
+	orchestrate.RoleAgent:   {"answer.txt", "agent-turns.jsonl", "report.json", "status.ndjson", "done.json"},
+}
+
+// hardenReport is what each role writes about the layers it applied; it is
+// collected as <role>-harden-report.json.
+const hardenReport = "harden-report.json"
+
+// collect saves the workload's output and every container's logs. A file
+// the host refuses to copy (a planted link, a FIFO, too large) is recorded,
+// never followed.
+func (j *job) collect(ctx context.Context) error {
+	var errs []error
+	if j.running != nil {
+		errs = append(errs, j.writeArtifact("stdout.txt", j.stdout.Bytes()), j.writeArtifact("stderr.txt", j.stderr.Bytes()))
+	}
+	for _, c := range j.sess.Containers {
+		errs = append(errs, j.collectRole(ctx, c))
+	}
+	return errors.Join(errs...)
+}
+
+func (j *job) collectRole(ctx context.Context, c *orchestrate.Container) error {
+	role := c.Step.Role
+	for _, name := range workloadFiles[role] {
+		data, err := j.dir.ReadOutput(role, name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			j.meta.ArtifactProblems = append(j.meta.ArtifactProblems, err.Error())
+			fmt.Fprintf(j.s.Err, "warning: not collected: %v\n", err)
+			continue
+		}
+		if err := j.writeArtifact(name, data); err != nil {
+			return err
+		}
+	}
+	if data, err := j.dir.ReadOutput(role, hardenReport); err == nil {
+		if err := j.writeArtifact(role+"-"+hardenReport, data); err != nil {
+			return err
+		}
+	}
+	switch role {
+	case orchestrate.RoleGateway:
+		return j.saveLogs(ctx, c, "gateway-logs.json", "", "")
+	case orchestrate.RoleSidecar:
+		if err := j.saveLogs(ctx, c, "mcp-sidecar-logs.json", "mcp-sidecar-stdout.txt", "mcp-sidecar-stderr.txt"); err != nil {
+			return err
+		}
+		return j.writeJSON("mcp-sidecar-metadata.json", j.containerRecord(c))
+	}
+	return nil
+}
+
+// logRecord is gateway-logs.json / mcp-sidecar-logs.json, as in the seed.
+type logRecord struct {
+	ReturnCode *int   `json:"returncode"`
+	Stdout     string `json:"stdout"`
+	Stderr     string `json:"stderr"`
+}
+
+func (j *job) saveLogs(ctx context.Context, c *orchestrate.Container, jsonName, outName, errName string) error {
+	var out, errb capBuffer
+	if err := j.sess.Engine.Logs(ctx, c.ID, &out, &errb); err != nil {
+		return err
+	}
+	rec := logRecord{ReturnCode: c.ExitCode, Stdout: string(j.redact(out.Bytes())), Stderr: string(j.redact(errb.Bytes()))}
+	if err := j.writeJSON(jsonName, rec); err != nil {
+		return err
+	}
+	if outName != "" {
+		if err := j.writeArtifact(outName, out.Bytes()); err != nil {
+			return err
+		}
+		return j.writeArtifact(errName, errb.Bytes())
+	}
+	return nil
+}
+
+// containerRecord is mcp-sidecar-metadata.json.
+func (j *job) containerRecord(c *orchestrate.Container) map[string]any {
+	aliases := []string{}
+	networks := []string{}
+	for _, a := range c.Step.Spec.Networks {
+		networks = append(networks, a.Network)
+		aliases = append(aliases, a.Aliases...)
+	}
+	return map[string]any{"role": c.Step.Role, "name": c.Step.Spec.Name, "id": c.ID, "image": c.Step.Spec.Image,
+		"command": c.Step.Spec.Cmd, "networks": networks, "aliases": aliases, "url": "http://mcp-sidecar:8000/mcp",
+		"exit_code": c.ExitCode, "peak_memory_bytes": c.PeakMemory(), "ip_addresses": c.IPs}
+}
+
+// verdict judges the run from its artifacts. A run that never reached the
+// workload has a failed verdict and no further error.
+func (j *job) verdict(runErr error) error {
+	if j.dir == nil {
+		return nil
+	}
+	v := runs.Verdict{Checks: []runs.Check{}}
+	var err error
+	switch {
+	case j.agentExit == nil:
+		v.Checks = append(v.Checks, runs.Check{Name: "workload ran", Detail: errText(runErr, "the workload did not run")})
+	case j.o.workload == orchestrate.WorkloadAgent:
+		rc := agent.CheckRunExit(j.dir.Path, *j.agentExit)
+		for _, c := range rc.Checks {
+			v.Checks = append(v.Checks, runs.Check{Name: c.Name, OK: c.OK, Detail: c.Detail})
+		}
+	case j.o.workload == orchestrate.WorkloadCheck:
+		v.Checks = append(v.Checks, j.checkVerdict()...)
+	case j.o.workload == orchestrate.WorkloadProbe:
+		var c []runs.Check
+		c, err = j.probeVerdict()
+		v.Checks = append(v.Checks, c...)
+	}
+	v.OK = len(v.Checks) > 0
+	var failed []string
+	for _, c := range v.Checks {
+		v.OK = v.OK && c.OK
+		if !c.OK {
+			failed = append(failed, c.Name)
+		}
+	}
+	j.meta.Verdict = v
+	if err == nil && runErr == nil && !v.OK {
+		err = fmt.Errorf("verdict: failed checks: %s", strings.Join(failed, "; "))
+	}
+	return err
+}
+
+func errText(err error, def string) string {
+	if err != nil {
+		return firstLine(err.Error())
+	}
+	return def
+}
+
+// probeVerdict reads report.json: a violation anywhere is exit 4.
+func (j *job) probeVerdict() ([]runs.Check, error) {
+	r, err := probe.LoadReport(filepath.Join(j.dir.Path, "report.json"))
+	if err != nil {
+		return []runs.Check{{Name: "report.json written", Detail: err.Error()}}, err
+	}
+	checks := []runs.Check{{Name: "report.json written", OK: true, Detail: fmt.Sprintf("%d probes", r.Probes())}}
+	n := r.Violations()
+	checks = append(checks, runs.Check{Name: "no isolation violation", OK: n == 0, Detail: fmt.Sprintf("%d violation(s)", n)})
+	if n > 0 {
+		return checks, withCode(ExitViolation, fmt.Errorf("the probe suite found %d isolation violation(s); see %s", n, filepath.Join(j.dir.Path, "report.json")))
+	}
+	return checks, nil
+}
+
+// probeContext is what the spec declares about the sandbox; the probe
+// compares its measurements against it (also written as config.json).
+func (j *job) probeContext() *probe.Context {
+	c := probe.DefaultContext()
+	c.Capabilities = j.profile.Capabilities
+	if g := j.profile.Gateway; g != nil {
+		c.AllowedDomains, c.AllowedIPs = g.AllowedDomains, g.AllowedIPs
+		c.GatewayURL = "http://egress-gateway:3128"
+	} else {
+		c.GatewayURL = ""
+	}
+	if _, ok := j.profile.Containers[orchestrate.RoleSidecar]; ok {
+		c.SidecarURL = "http://mcp-sidecar:8000/mcp"
+	} else {
+		c.SidecarURL = ""
+	}
+	return c
+}

@@ -1,0 +1,214 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+)
+
+// makeRunDir creates the run directory, writes what the host knows before
+// anything starts, creates each role's output directory and plans the run.
+func (j *job) makeRunDir(context.Context) error {
+	dir, err := runs.Create(j.o.runsDir, time.Now())
+	if err != nil {
+		return err
+	}
+	j.dir = dir
+	if j.o.runDir != nil {
+		*j.o.runDir = dir.Path
+	}
+	if err := j.writeHostArtifacts(); err != nil {
+		return err
+	}
+	j.writeMetadata()
+	in, err := j.planInput()
+	if err != nil {
+		return err
+	}
+	plan, err := orchestrate.NewPlan(in)
+	if err != nil {
+		return err
+	}
+	for _, st := range plan.Containers {
+		if _, err := dir.MkdirOutput(st.Role, orchestrate.ImageUID, orchestrate.ImageGID); err != nil {
+			return err
+		}
+	}
+	j.sess = orchestrate.NewSession(j.engine, plan)
+	return nil
+}
+
+// writeHostArtifacts writes the spec, what it resolved into, and the image's
+// Dockerfile. No secret is in any of them: the profile holds variable names
+// only.
+func (j *job) writeHostArtifacts() error {
+	p := j.profile
+	policies := map[string]any{}
+	for _, role := range p.Roles {
+		policies[role] = p.Containers[role].Harden
+	}
+	sandboxSpec := map[string]any{"spec": p.Spec, "source": p.Spec.Source, "image_name": j.image.Tag,
+		"test_sandbox": j.o.workload == orchestrate.WorkloadProbe}
+	files := []struct {
+		name string
+		data any
+	}{
+		{"sandbox-spec.json", sandboxSpec},
+		{"resolved-profile.json", p},
+		{"landlock-policy.json", policies},
+		{"config.json", j.probeContext()},
+	}
+	if err := j.writeArtifact("Dockerfile", j.image.Dockerfile); err != nil {
+		return err
+	}
+	if err := j.writeArtifact("seccomp-profile.json", p.SeccompProfile); err != nil {
+		return err
+	}
+	if p.SquidConf != "" {
+		if err := j.writeArtifact("squid.conf", []byte(p.SquidConf)); err != nil {
+			return err
+		}
+	}
+	for _, f := range files {
+		if err := j.writeJSON(f.name, f.data); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planInput gathers the run-time inputs of the plan: forwarded host
+// variables (secret), the question, the probe context, labels and owner.
+func (j *job) planInput() (orchestrate.Input, error) {
+	host, _ := os.Hostname()
+	agentEnv := []dockerx.EnvVar{}
+	for _, name := range j.agentContainer().ForwardEnv {
+		if v := j.getenv(name); v != "" {
+			agentEnv = append(agentEnv, dockerx.EnvVar{Name: name, Value: v, Secret: true})
+			j.secrets = append(j.secrets, v)
+		}
+	}
+	if j.o.question != "" {
+		agentEnv = append(agentEnv, dockerx.EnvVar{Name: orchestrate.EnvQuestion, Value: j.o.question})
+	}
+	if j.o.workload == orchestrate.WorkloadProbe {
+		ctxJSON, err := json.Marshal(j.probeContext())
+		if err != nil {
+			return orchestrate.Input{}, fmt.Errorf("encoding the probe context: %w", err)
+		}
+		agentEnv = append(agentEnv, dockerx.EnvVar{Name: envProbeContext, Value: string(ctxJSON)})
+	}
+	return orchestrate.Input{
+		Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.workload,
+		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv},
+		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels,
+		WorkloadArgs: j.workloadArgs(),
+	}, nil
+}
+
+func (j *job) agentContainer() spec.Container {
+	return j.profile.Containers[spec.RoleAgent]
+}
+
+func (j *job) createNetworks(ctx context.Context) error {
+	err := j.sess.CreateNetworks(ctx)
+	j.recordContainers()
+	return err
+}
+
+// startRole starts the gateway or the sidecar and checks its readiness;
+// the steps are recorded in <role>-start-results.json either way.
+func (j *job) startRole(role string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		start := time.Now()
+		err := j.sess.StartService(ctx, role, j.o.readyTimeout)
+		res := startResult{Role: role, Action: "create, start, GET /healthz until 200", OK: err == nil,
+			DurationMS: float64(time.Since(start).Microseconds()) / 1000}
+		if c := j.sess.Find(role); c != nil {
+			res.Container, res.ID, res.IPs = c.Step.Spec.Name, c.ID, c.IPs
+		}
+		if err != nil {
+			res.Error = err.Error()
+			err = fmt.Errorf("starting the %s: %w%s", role, err, j.logTail(ctx, role))
+		}
+		if werr := j.writeJSON(startResultsFile(role), []startResult{res}); werr != nil && err == nil {
+			err = werr
+		}
+		return err
+	}
+}
+
+// startResult is one line of gateway-start-results.json or
+// mcp-sidecar-start-results.json.
+type startResult struct {
+	Role       string            `json:"role"`
+	Action     string            `json:"action"`
+	Container  string            `json:"container"`
+	ID         string            `json:"id"`
+	IPs        map[string]string `json:"ip_addresses"`
+	OK         bool              `json:"ok"`
+	Error      string            `json:"error,omitempty"`
+	DurationMS float64           `json:"duration_ms"`
+}
+
+func startResultsFile(role string) string {
+	if role == orchestrate.RoleSidecar {
+		return "mcp-sidecar-start-results.json"
+	}
+	return role + "-start-results.json"
+}
+
+// logTail returns the last lines a failed container printed, so the
+// error says why it did not start.
+func (j *job) logTail(ctx context.Context, role string) string {
+	var out, errb capBuffer
+	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if j.sess.Logs(lctx, role, &out, &errb) != nil {
+		return ""
+	}
+	b := j.redact(append(out.Bytes(), errb.Bytes()...))
+	if len(b) > 800 {
+		b = b[len(b)-800:]
+	}
+	if len(b) == 0 {
+		return ""
+	}
+	return "\n" + role + " output:\n" + string(b)
+}
+
+func (j *job) startAgent(ctx context.Context) error {
+	var stdout io.Writer = j.s.Out
+	if j.o.json {
+		stdout = j.s.Err // stdout carries the JSON summary
+	}
+	w, err := j.sess.StartWorkload(ctx, orchestrate.RoleAgent, io.MultiWriter(stdout, &j.stdout), io.MultiWriter(j.s.Err, &j.stderr))
+	j.running = w
+	return err
+}
+
+func (j *job) waitAgent(ctx context.Context) error {
+	code, err := j.sess.Wait(ctx, j.running, j.o.timeout)
+	if c := j.sess.Find(orchestrate.RoleAgent); c != nil && c.ExitCode != nil {
+		j.agentExit = c.ExitCode
+	}
+	if err == nil && code != 0 {
+		fmt.Fprintf(j.s.Err, "the workload exited with code %d\n", code)
+	}
+	return err
+}
+
+func (j *job) workloadArgs() []string {
+	if j.o.workload == orchestrate.WorkloadProbe && j.o.serializeEvidence {
+		return []string{"--serialize-evidence"}
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+package cli
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/probe"
+	"github.com/spf13/cobra"
+)
+
+func newTestSandboxCmd(s Streams) *cobra.Command {
+	o := sandboxOptions{command: "test-sandbox", workload: orchestrate.WorkloadProbe}
+	cmd := &cobra.Command{
+		Use:   "test-sandbox",
+		Short: "Measure the sandbox from inside with the probe suite; exit 4 on a violation",
+		Long: `test-sandbox creates the same sandbox as run, but the agent container runs the
+probe suite ("mcpsidecar probe") with the agent's hardening. The suite writes
+report.json, status.ndjson and done.json, collected into the run directory.
+Exit code 4 when any probe's verdict is "violation".
+
+--baseline REPORT compares the new report with an earlier one and lists every
+probe whose verdict changed.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := o.validate(); err != nil {
+				return err
+			}
+			if o.baseline != "" {
+				if _, err := probe.LoadReport(o.baseline); err != nil {
+					return usageErrorf("--baseline: %v", err)
+				}
+			}
+			var runDir string
+			o.runDir = &runDir
+			err := runSandbox(cmd.Context(), s, o)
+			if o.baseline != "" && runDir != "" && cmd.Context().Err() == nil {
+				compareBaseline(s, o.baseline, runDir)
+			}
+			return err
+		},
+	}
+	o.addFlags(cmd, false)
+	f := cmd.Flags()
+	f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's raw evidence in report.json (default: removed)")
+	f.StringVar(&o.baseline, "baseline", "", "an earlier report.json to compare the new one with")
+	return cmd
+}
+
+// compareBaseline prints every probe whose verdict differs from the
+// baseline's.
+func compareBaseline(s Streams, baseline, runDir string) {
+	base, err := probe.LoadReport(baseline)
+	if err != nil {
+		return
+	}
+	cur, err := probe.LoadReport(filepath.Join(runDir, "report.json"))
+	if err != nil {
+		return
+	}
+	changed := 0
+	for _, g := range cur.Groups {
+		for _, c := range g.Capabilities {
+			old := base.Find(g.ID, c.ID)
+			was := "absent"
+			if old != nil {
+				was = string(old.Verdict)
+			}
+			if was != string(c.Verdict) {
+				changed++
+				fmt.Fprintf(s.Err, "baseline: %s/%s %s -> %s\n", g.ID, c.ID, was, c.Verdict)
+			}
+		}
+	}
+	fmt.Fprintf(s.Err, "baseline: %d probe verdict(s) changed since %s\n", changed, baseline)
+}
