@@ -42,9 +42,10 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (err error) 
 		return err
 	}
 	defer log.close()
+	turn := 0
 	defer func() {
 		if err != nil {
-			log.add(Turn{Kind: KindError, Model: cfg.Model, Error: err.Error()})
+			log.add(Turn{Turn: turn, Kind: KindError, Model: cfg.Model, Error: err.Error()})
 		}
 	}()
 	session, err := connectSidecar(ctx, cfg)
@@ -56,7 +57,9 @@ func Run(ctx context.Context, cfg Config, stdout, stderr io.Writer) (err error) 
 	if err != nil {
 		return err
 	}
-	answer, err := newLoop(cfg, tools, stderr).run(ctx)
+	l := newLoop(cfg, tools, stderr)
+	answer, err := l.run(ctx)
+	turn = l.turn
 	if err != nil {
 		return err
 	}
@@ -103,6 +106,7 @@ type loop struct {
 	lastCall string
 	repeats  int
 	nudges   int
+	turn     int // the current turn, for the error record
 }
 
 func newLoop(cfg Config, tools *toolset, stderr io.Writer) *loop {
@@ -126,6 +130,7 @@ func newLoop(cfg Config, tools *toolset, stderr io.Writer) *loop {
 // run drives turns until an answer is saved or a bound is hit.
 func (l *loop) run(ctx context.Context) (string, error) {
 	for turn := 1; turn <= l.cfg.MaxTurns; turn++ {
+		l.turn = turn
 		msg, err := l.ask(ctx, turn)
 		if err != nil {
 			return "", err
