@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +20,7 @@ import (
 type specOptions struct {
 	path string // --spec; empty selects the embedded default
 	out  string // --out (resolve)
-	json bool   // --json (resolve)
+	json bool   // --json: machine-readable output
 }
 
 func newSpecCmd(s Streams) *cobra.Command {
@@ -52,10 +53,14 @@ func newSpecCheckCmd(s Streams) *cobra.Command {
 		Short: "Validate a spec; list every problem as file:line:col: key: message (exit 3)",
 		Args:  cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
+			if o.json {
+				return specCheckJSON(s, o)
+			}
 			return specCheck(s, o)
 		},
 	}
 	cmd.Flags().StringVar(&o.path, "spec", "", "spec file (default: the built-in spec)")
+	cmd.Flags().BoolVar(&o.json, "json", false, `print {"ok": bool, "problems": [...]} instead of text`)
 	return cmd
 }
 
@@ -80,9 +85,9 @@ With --json it prints resolved-profile.json; otherwise a summary.`,
 	return cmd
 }
 
-// loadProfile loads and resolves the selected spec; an invalid spec
-// prints every problem to stderr and maps to exit 3.
-func loadProfile(s Streams, path string) (*spec.Profile, error) {
+// loadProfile loads and resolves the selected spec: the embedded
+// default when path is empty.
+func loadProfile(path string) (*spec.Profile, error) {
 	var sp *spec.Spec
 	var err error
 	if path == "" {
@@ -90,34 +95,67 @@ func loadProfile(s Streams, path string) (*spec.Profile, error) {
 	} else {
 		sp, err = spec.LoadFile(path)
 	}
-	if err == nil {
-		var p *spec.Profile
-		if p, err = spec.Resolve(sp); err == nil {
-			return p, nil
-		}
+	if err != nil {
+		return nil, err
 	}
+	return spec.Resolve(sp)
+}
+
+// invalidSpec maps a load or resolve error to exit 3, printing every
+// problem to stderr when print is set.
+func invalidSpec(s Streams, err error, print bool) error {
 	var probs *spec.Problems
-	if errors.As(err, &probs) {
-		fmt.Fprintln(s.Err, probs.Error())
-		return nil, withCode(ExitInvalidSpec, fmt.Errorf("invalid spec: %d problem(s)", len(probs.List)))
+	if !errors.As(err, &probs) {
+		return withCode(ExitInvalidSpec, fmt.Errorf("resolving spec: %w", err))
 	}
-	return nil, withCode(ExitInvalidSpec, fmt.Errorf("resolving spec: %w", err))
+	if print {
+		fmt.Fprintln(s.Err, probs.Error())
+	}
+	return withCode(ExitInvalidSpec, fmt.Errorf("invalid spec: %d problem(s)", len(probs.List)))
 }
 
 func specCheck(s Streams, o specOptions) error {
-	p, err := loadProfile(s, o.path)
+	p, err := loadProfile(o.path)
 	if err != nil {
-		return err
+		return invalidSpec(s, err, true)
 	}
 	_, err = fmt.Fprintf(s.Out, "%s: ok (capabilities: %s; containers: %s)\n",
 		p.Spec.Source, orNone(p.Capabilities), strings.Join(p.Roles, ", "))
 	return err
 }
 
-func specResolve(s Streams, o specOptions) error {
-	p, err := loadProfile(s, o.path)
+// checkResult is the output of `spec check --json`.
+type checkResult struct {
+	OK       bool           `json:"ok"`
+	Problems []spec.Problem `json:"problems"`
+}
+
+// specCheckJSON reports the verdict on stdout as JSON; the exit code is
+// the same as without --json.
+func specCheckJSON(s Streams, o specOptions) error {
+	_, err := loadProfile(o.path)
+	res := checkResult{OK: err == nil, Problems: []spec.Problem{}}
+	var probs *spec.Problems
+	if errors.As(err, &probs) {
+		res.Problems = probs.List
+	}
+	b, merr := json.MarshalIndent(res, "", "  ")
+	if merr != nil {
+		return fmt.Errorf("encoding check result: %w", merr)
+	}
+	if _, werr := fmt.Fprintf(s.Out, "%s\n", b); werr != nil {
+		return werr
+	}
 	if err != nil {
-		return err
+		return invalidSpec(s, err, false)
+	}
+	return nil
+}
+
+func specResolve(s Streams, o specOptions) error {
+	p, err := loadProfile(o.path)
+	if err != nil {
+		return invalidSpec(s, err, true)
 	}
 	files, err := spec.Artifacts(p)
 	if err != nil {

@@ -67,6 +67,38 @@ func TestSpecCheck(t *testing.T) {
 	}
 }
 
+func TestSpecCheckJSON(t *testing.T) {
+	bad := writeSpec(t, "capabilities = [\"network\", \"network\"]\nEgress = 1\n")
+	tests := []struct {
+		name     string
+		args     []string
+		code     int
+		problems []string
+	}{
+		{"default", []string{"spec", "check", "--json"}, ExitOK, []string{}},
+		{"invalid", []string{"spec", "check", "--json", "--spec", bad}, ExitInvalidSpec, []string{"capabilities[1]", "Egress"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, errs := runCLI(t, tt.args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d: %s", code, tt.code, errs)
+			}
+			var res checkResult
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("stdout is not JSON: %v\n%s", err, out)
+			}
+			var keys []string
+			for _, p := range res.Problems {
+				keys = append(keys, p.Key)
+			}
+			if res.OK != (tt.code == ExitOK) || !slices.Equal(keys, tt.problems) {
+				t.Errorf("ok %v, problem keys %q; want %q", res.OK, keys, tt.problems)
+			}
+		})
+	}
+}
+
 func TestSpecResolveOut(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
 	code, out, errs := runCLI(t, "spec", "resolve", "--out", dir)
