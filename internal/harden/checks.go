@@ -9,8 +9,8 @@ import (
 // Actions a self-test [Check] can attempt. Each performs the real
 // operation; an error that only the kernel's own logic returns after the
 // syscall was let through (ESRCH for ptrace of a non-tracee, EINVAL for
-// unshare in a multi-threaded process, ENOENT for a mount on a missing
-// target) counts as "ok": the layer under test did not stop it.
+// unshare in a multi-threaded process, ENODEV for a mount of an unknown
+// filesystem type) counts as "ok": the layer under test did not stop it.
 const (
 	ActRead        = "read"         // arg: file to read
 	ActWrite       = "write"        // arg: file to create
@@ -22,7 +22,7 @@ const (
 	ActSocketpair  = "socketpair"   // socketpair(AF_UNIX)
 	ActPtrace      = "ptrace"       // ptrace(PEEKDATA) on the parent
 	ActUnshareUser = "unshare-user" // unshare(CLONE_NEWUSER)
-	ActMount       = "mount"        // mount a tmpfs on a missing path
+	ActMount       = "mount"        // mount an unknown filesystem type on /
 	ActKeyctl      = "keyctl"       // keyctl(GET_KEYRING_ID, session)
 	ActIOUring     = "io-uring"     // io_uring_setup
 	ActFsize       = "fsize"        // arg: file; write 128 KiB under a 64 KiB RLIMIT_FSIZE
