@@ -320,4 +320,3 @@ func hdRandHex(t *testing.T) string {
 	}
 	return hex.EncodeToString(b)
 }
-
