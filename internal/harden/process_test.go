@@ -124,7 +124,7 @@ func emit(out childOutput) int {
 }
 
 // runChild re-executes the test binary in child mode.
-func runChild(t *testing.T, mode string, p Policy, extraEnv []string, checks ...Check) childOutput {
+func runChild(t testing.TB, mode string, p Policy, extraEnv []string, checks ...Check) childOutput {
 	t.Helper()
 	pol, err := json.Marshal(p)
 	if err != nil {
@@ -161,7 +161,7 @@ type fixture struct {
 	bindNo    string // 127.0.0.1:port free and not allowed
 }
 
-func newFixture(t *testing.T) fixture {
+func newFixture(t testing.TB) fixture {
 	t.Helper()
 	f := fixture{roDir: t.TempDir(), rwDir: t.TempDir(), deniedDir: t.TempDir()}
 	writeFile(t, filepath.Join(f.roDir, "ro.txt"))
@@ -188,7 +188,7 @@ func newFixture(t *testing.T) fixture {
 	return f
 }
 
-func writeFile(t *testing.T, path string) {
+func writeFile(t testing.TB, path string) {
 	t.Helper()
 	if err := os.WriteFile(path, []byte("data"), 0o600); err != nil {
 		t.Fatal(err)
@@ -198,7 +198,7 @@ func writeFile(t *testing.T, path string) {
 func hostPort(p uint16) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(int(p))) }
 
 // listenLoopback starts a loopback listener that accepts and closes.
-func listenLoopback(t *testing.T) uint16 {
+func listenLoopback(t testing.TB) uint16 {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -217,7 +217,7 @@ func listenLoopback(t *testing.T) uint16 {
 	return uint16(l.Addr().(*net.TCPAddr).Port)
 }
 
-func freePort(t *testing.T) uint16 {
+func freePort(t testing.TB) uint16 {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -230,7 +230,7 @@ func freePort(t *testing.T) uint16 {
 // execFiles returns what must be executable to run the test binary again:
 // itself and, when it is dynamically linked (cgo), its ELF interpreter,
 // plus the library directories it reads.
-func execFiles(t *testing.T) (exec, ro []string) {
+func execFiles(t testing.TB) (exec, ro []string) {
 	t.Helper()
 	self, err := os.Executable()
 	if err != nil {
