@@ -158,10 +158,15 @@ func (b *builder) audit(line []byte, n int) error {
 	case "resources/read":
 		e.Kind = KindResourceRead
 		e.Summary = "resource read " + orDash(l.Name)
+	case "invalid_request":
+		// The sidecar refused a request before its method was known
+		// (unparsable JSON, oversized body): worth a reviewer's eye.
+		e.Kind, e.OK = KindInvalidRequest, false
+		e.Summary = "invalid MCP request refused: " + orDash(l.Error)
 	default:
 		return fmt.Errorf("unknown kind %q", l.Kind)
 	}
-	if !e.OK {
+	if !e.OK && e.Kind != KindInvalidRequest {
 		e.Summary += " failed: " + orDash(l.Error)
 	}
 	b.add(e)

@@ -21,17 +21,18 @@ const (
 
 // Event kinds.
 const (
-	KindRunStart      = "run_start"       // harness: the run began
-	KindPhase         = "phase"           // harness: one timed phase
-	KindContainerExit = "container_exit"  // harness: a container stopped, with its exit code
-	KindRunEnd        = "run_end"         // harness: the run ended, with its verdict
-	KindModelRequest  = "model_request"   // agent: one request to the model
-	KindAgentToolCall = "agent_tool_call" // agent: the agent issued a tool call
-	KindAnswerSaved   = "answer_saved"    // agent: the answer was written
-	KindAgentError    = "agent_error"     // agent: an error the agent recorded
-	KindToolCall      = "tool_call"       // sidecar: tools/call
-	KindResourceRead  = "resource_read"   // sidecar: resources/read
-	KindEgress        = "egress"          // gateway: one allow/deny decision
+	KindRunStart       = "run_start"       // harness: the run began
+	KindPhase          = "phase"           // harness: one timed phase
+	KindContainerExit  = "container_exit"  // harness: a container stopped, with its exit code
+	KindRunEnd         = "run_end"         // harness: the run ended, with its verdict
+	KindModelRequest   = "model_request"   // agent: one request to the model
+	KindAgentToolCall  = "agent_tool_call" // agent: the agent issued a tool call
+	KindAnswerSaved    = "answer_saved"    // agent: the answer was written
+	KindAgentError     = "agent_error"     // agent: an error the agent recorded
+	KindToolCall       = "tool_call"       // sidecar: tools/call
+	KindResourceRead   = "resource_read"   // sidecar: resources/read
+	KindEgress         = "egress"          // gateway: one allow/deny decision
+	KindInvalidRequest = "invalid_request" // sidecar: a request refused before its method was known
 )
 
 // How a child event was linked to its parent.

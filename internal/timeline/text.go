@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"path/filepath"
 	"text/tabwriter"
 	"time"
 )
@@ -43,6 +44,7 @@ func (t *Timeline) Render(w io.Writer, opts RenderOptions) error {
 	p.events()
 	p.probes()
 	p.problems()
+	p.printf("\nFull report: %s\n", filepath.Join(t.Dir, FileReport))
 	return p.err
 }
 
