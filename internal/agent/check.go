@@ -50,7 +50,7 @@ func RunConnectivityCheck(ctx context.Context, cfg Config, w io.Writer) error {
 		checks = append(checks, checkTools(ctx, session, cfg), checkFormat(ctx, session, cfg))
 		session.Close()
 	}
-	checks = append(checks, checkGatewayRefuses(ctx, cfg), checkNoRoute(route4, route6))
+	checks = append(checks, checkGatewayRefuses(ctx, cfg), checkNoRoute(route4, route6, cfg.EngineVersion))
 	if err := printChecks(w, checks); err != nil {
 		return err
 	}
@@ -145,8 +145,13 @@ func probeViaProxy(ctx context.Context, proxy *url.URL, timeout time.Duration) (
 
 // checkNoRoute reads the IPv4 and IPv6 routing tables: an agent container
 // on the internal network must have no default route. Reading them sends
-// no packet.
-func checkNoRoute(v4, v6 string) Check {
+// no packet. Docker Engines before 25 give --internal networks a gateway
+// (moby PR 46603 removed it), so there a default route to the bridge is
+// expected and the host's isolation rules drop what it would forward; with
+// engine (the harness's MCPSIDECAR_ENGINE_VERSION) older than 25 the check
+// accepts that route and says so. It cannot verify the drop from inside
+// without sending a packet towards the world, which it never does.
+func checkNoRoute(v4, v6, engine string) Check {
 	c := Check{Name: "no route out"}
 	var found []string
 	for _, f := range []struct {
@@ -160,12 +165,28 @@ func checkNoRoute(v4, v6 string) Check {
 		}
 		found = append(found, routes...)
 	}
-	c.OK = len(found) == 0
-	c.Detail = "no default route (IPv4, IPv6)"
-	if !c.OK {
+	switch {
+	case len(found) == 0:
+		c.OK, c.Detail = true, "no default route (IPv4, IPv6)"
+	case engineMajor(engine) > 0 && engineMajor(engine) < 25:
+		c.OK = true
+		c.Detail = fmt.Sprintf("default route via %s: Docker Engine %s (< 25) gives --internal networks a gateway; the host's isolation rules drop what it forwards (not verifiable from inside)",
+			strings.Join(found, ", "), engine)
+	default:
 		c.Detail = "default route via " + strings.Join(found, ", ")
 	}
 	return c
+}
+
+// engineMajor reads the major version of an engine version such as
+// "20.10.24+dfsg1"; 0 when unknown.
+func engineMajor(v string) int {
+	head, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(head)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 func readRoutes(path string, parse func(io.Reader) ([]string, error)) ([]string, error) {
@@ -208,10 +229,20 @@ func defaultRoutes4(r io.Reader) ([]string, error) {
 			return nil, fmt.Errorf("line %d: flags %q: %w", n+1, f[3], err)
 		}
 		if f[1] == "00000000" && f[7] == "00000000" && flags&rtfUp != 0 && flags&rtfReject == 0 {
-			out = append(out, f[0])
+			out = append(out, f[0]+" gateway "+hexIPv4(f[2]))
 		}
 	}
 	return out, sc.Err()
+}
+
+// hexIPv4 turns a /proc/net/route address (little-endian hex) into
+// dotted form, or returns it unchanged.
+func hexIPv4(h string) string {
+	v, err := strconv.ParseUint(h, 16, 32)
+	if err != nil || len(h) != 8 {
+		return h
+	}
+	return fmt.Sprintf("%d.%d.%d.%d", byte(v), byte(v>>8), byte(v>>16), byte(v>>24))
 }
 
 // defaultRoutes6 does the same for /proc/net/ipv6_route (::/0, up, not the

@@ -27,16 +27,20 @@ func TestCheckNoRoute(t *testing.T) {
 	tests := []struct {
 		name     string
 		v4, v6   string // "-" = file missing
+		engine   string
 		wantOK   bool
 		inDetail string
 	}{
-		{"internal network", route4Header + route4Net, route6Local + route6Reject, true, "no default route"},
-		{"IPv6 disabled", route4Header + route4Net, "-", true, "no default route"},
-		{"IPv4 default", route4Header + route4Net + route4Def, route6Reject, false, "default route via eth0"},
-		{"IPv6 default", route4Header, route6Def, false, "default route via eth0"},
-		{"garbled v4", route4Header + "eth0 zz\n", "", false, "fields"},
-		{"garbled v6 flags", route4Header, strings.Replace(route6Def, "00000003", "zz", 1), false, "flags"},
-		{"no v4 table", "-", "", false, "reading routes"},
+		{"internal network", route4Header + route4Net, route6Local + route6Reject, "", true, "no default route"},
+		{"IPv6 disabled", route4Header + route4Net, "-", "27.3.1", true, "no default route"},
+		{"IPv4 default", route4Header + route4Net + route4Def, route6Reject, "", false, "default route via eth0 gateway 172.18.0.1"},
+		{"IPv4 default, new engine", route4Header + route4Net + route4Def, route6Reject, "27.3.1", false, "default route via eth0"},
+		{"IPv4 default, engine before 25", route4Header + route4Net + route4Def, route6Reject, "20.10.24+dfsg1", true, "Docker Engine 20.10.24+dfsg1 (< 25)"},
+		{"IPv4 default, garbled engine", route4Header + route4Net + route4Def, route6Reject, "twenty", false, "default route via eth0"},
+		{"IPv6 default", route4Header, route6Def, "", false, "default route via eth0"},
+		{"garbled v4", route4Header + "eth0 zz\n", "", "", false, "fields"},
+		{"garbled v6 flags", route4Header, strings.Replace(route6Def, "00000003", "zz", 1), "", false, "flags"},
+		{"no v4 table", "-", "", "", false, "reading routes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,7 +51,7 @@ func TestCheckNoRoute(t *testing.T) {
 					os.WriteFile(path, []byte(body), 0o644)
 				}
 			}
-			c := checkNoRoute(v4, v6)
+			c := checkNoRoute(v4, v6, tt.engine)
 			if c.OK != tt.wantOK || !strings.Contains(c.Detail, tt.inDetail) {
 				t.Errorf("checkNoRoute = %+v, want ok=%v with %q", c, tt.wantOK, tt.inDetail)
 			}

@@ -40,6 +40,9 @@ const (
 	EnvBaseURL    = "OPENAI_BASE_URL"
 	EnvModel      = "OPENAI_MODEL"
 	EnvQuestion   = "MCPSIDECAR_QUESTION"
+	// EnvEngineVersion is the Docker Engine's version, from the harness;
+	// only the connectivity check reads it.
+	EnvEngineVersion = "MCPSIDECAR_ENGINE_VERSION"
 )
 
 // Options are the command-line settings; zero values fall back to the
@@ -66,6 +69,8 @@ type Config struct {
 	// RetryBase is the first back-off delay; each retry doubles it.
 	RetryBase      time.Duration
 	MaxAnswerBytes int
+	// EngineVersion is the Docker Engine's version, when the harness says.
+	EngineVersion string
 	// Proxy picks the proxy for a request URL (nil: no proxy). It is built
 	// from the environment once, explicitly, because the standard library's
 	// http.ProxyFromEnvironment is frozen before main runs (libraries.md §1.5).
@@ -87,6 +92,7 @@ func LoadConfig(opts Options, getenv func(string) string) (Config, error) {
 		RetryBase:      time.Second,
 		MaxAnswerBytes: DefaultMaxAnswerBytes,
 		Proxy:          proxyFromEnv(getenv),
+		EngineVersion:  getenv(EnvEngineVersion),
 	}
 	if c.MaxTurns == 0 {
 		c.MaxTurns = DefaultMaxTurns

@@ -15,6 +15,8 @@
 //	OPENAI_MODEL             model name (default [DefaultModel])
 //	MCPSIDECAR_QUESTION      the question (default [DefaultQuestion])
 //	HTTP_PROXY, HTTPS_PROXY, NO_PROXY  the egress gateway; read once, explicitly
+//	MCPSIDECAR_ENGINE_VERSION  Docker Engine version (--check: before 25,
+//	                         --internal networks have a default route)
 //
 // What it must not do: execute anything the model says (the model can only
 // pick one of a fixed set of tools, whose arguments are checked), write

@@ -31,7 +31,8 @@ reads the answer format, confirms the gateway refuses a .invalid name and that
 the container has no default route, and prints a table (used by doctor).
 
 Environment: MCP_SIDECAR_URL, OPENAI_API_KEY, OPENAI_BASE_URL, OPENAI_MODEL,
-MCPSIDECAR_QUESTION, HTTP_PROXY, HTTPS_PROXY, NO_PROXY.`,
+MCPSIDECAR_QUESTION, HTTP_PROXY, HTTPS_PROXY, NO_PROXY, and for --check
+MCPSIDECAR_ENGINE_VERSION (engines before 25 give --internal networks a gateway).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runAgent(cmd.Context(), o, s, os.Getenv)
