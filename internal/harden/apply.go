@@ -86,9 +86,10 @@ func applyRuntime(p Policy, rep *Report) {
 // applyLandlock checks the kernel's ABI against what p requires, then
 // enforces one ruleset. It reports whether TCP rules are in force.
 func (s system) applyLandlock(p Policy, abi int, rep *Report) (bool, error) {
-	needFS := max(1, p.Landlock.MinABI)
+	needFS := fsABI(p.Landlock.MinABI)
 	fsOK := abi >= needFS
-	if ue := rep.check(p, LayerLandlockFS, fsOK, abi, fmt.Sprintf("policy requires Landlock ABI >= %d", needFS)); ue != nil {
+	reason := fmt.Sprintf("filesystem rules need Landlock ABI >= %d (min_abi %d)", needFS, p.Landlock.MinABI)
+	if ue := rep.check(p, LayerLandlockFS, fsOK, abi, reason); ue != nil {
 		return false, ue
 	}
 	netOK := abi >= 4
@@ -109,6 +110,26 @@ func (s system) applyLandlock(p Policy, abi int, rep *Report) (bool, error) {
 		rep.enforced(LayerLandlockNet, fmt.Sprintf("connect %v, bind %v", p.Landlock.ConnectTCP, p.Landlock.BindTCP))
 	}
 	return netOK, nil
+}
+
+// fsABIs are the ABIs that added filesystem or scope rights: 2 refer, 3
+// truncate, 5 ioctl on devices, 6 abstract-socket and signal scopes, 9
+// pathname Unix sockets. ABI 4 added only TCP rules (landlock-net), 7
+// logging, 8 thread sync, 10 UDP, 11 nothing new.
+var fsABIs = []int{1, 2, 3, 5, 6, 9}
+
+// fsABI is the ABI landlock-fs needs for a policy's min_abi: the newest
+// filesystem step at or below it. So min_abi 4 asks ABI 3 of landlock-fs
+// and ABI 4 of landlock-net, and a kernel with ABI 3 degrades only the
+// latter when it is best effort.
+func fsABI(minABI int) int {
+	need := 1
+	for _, v := range fsABIs {
+		if v <= minABI {
+			need = v
+		}
+	}
+	return need
 }
 
 // applySeccomp installs one filter carrying every seccomp layer p asks

@@ -62,3 +62,11 @@ func TestPlanLandlock(t *testing.T) {
 		})
 	}
 }
+
+func TestFSABI(t *testing.T) {
+	for minABI, want := range map[int]int{0: 1, 1: 1, 3: 3, 4: 3, 5: 5, 7: 6, 8: 6, 9: 9, 11: 9} {
+		if got := fsABI(minABI); got != want {
+			t.Errorf("fsABI(%d): got %d, want %d", minABI, got, want)
+		}
+	}
+}

@@ -169,6 +169,14 @@ func TestFailClosed(t *testing.T) {
 		{"seccomp refused", "no-seccomp", func(*Policy) {}, LayerSyscallDeny, -1, 0, ""},
 		{"seccomp refused, baseline best effort", "no-seccomp", func(p *Policy) { p.BestEffort = []string{LayerSyscallDeny} }, LayerNoSpawn, -1, 0, ""},
 		{"net best effort on ABI 3", "abi3", func(p *Policy) { p.BestEffort = []string{LayerLandlockNet} }, "", 0, 1, OutcomeDenied},
+		{"min_abi 4, net best effort on ABI 3 (the spec's choice)", "abi3", func(p *Policy) {
+			p.Landlock.MinABI = 4
+			p.BestEffort = []string{LayerLandlockNet}
+		}, "", 0, 1, OutcomeDenied},
+		{"min_abi 5 on ABI 3", "abi3", func(p *Policy) {
+			p.Landlock.MinABI = 5
+			p.BestEffort = []string{LayerLandlockNet}
+		}, LayerLandlockFS, 3, 0, ""},
 		{"everything best effort without Landlock", "abi0", func(p *Policy) { p.BestEffort = []string{LayerLandlockFS, LayerLandlockNet} }, "", 0, 2, OutcomeOK},
 	}
 	for _, tt := range tests {

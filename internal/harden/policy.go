@@ -51,6 +51,10 @@ type Policy struct {
 // Landlock is the filesystem and network part of a [Policy].
 type Landlock struct {
 	// MinABI is the lowest Landlock ABI that enforces every rule below.
+	// Each layer checks the part it needs: landlock-fs the newest
+	// filesystem step at or below it (1, 2, 3, 5, 6 or 9), landlock-net
+	// always ABI 4. So min_abi 4 with landlock-net best effort runs on an
+	// ABI 3 kernel with the filesystem rules enforced.
 	MinABI int `json:"min_abi"`
 
 	ReadOnlyDirs   []string `json:"read_only_dirs"`   // read and list, no write, no execute
