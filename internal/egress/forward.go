@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
@@ -122,6 +123,7 @@ func (g *Gateway) checkForward(r *http.Request, d *Decision) (*target, *denial) 
 	if port == "" {
 		port = defaultPort(u.Scheme)
 	}
+	d.Port = portNumber(port)
 	if dn := checkHostHeader(r, u.Hostname(), port, false); dn != nil {
 		return nil, dn
 	}
@@ -189,3 +191,12 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach Flush on the real writer.
 func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }
+
+// portNumber is port as a number for the decision line, 0 when invalid.
+func portNumber(s string) uint16 {
+	p, err := strconv.ParseUint(s, 10, 16)
+	if err != nil {
+		return 0
+	}
+	return uint16(p)
+}
