@@ -172,6 +172,8 @@ func checkNoRoute(v4, v6, engine string) Check {
 		c.OK = true
 		c.Detail = fmt.Sprintf("default route via %s: Docker Engine %s (< 25) gives --internal networks a gateway; the host's isolation rules drop what it forwards (not verifiable from inside)",
 			strings.Join(found, ", "), engine)
+	case engine == "":
+		c.Detail = "default route via " + strings.Join(found, ", ") + " (engine version unknown: the harness sets " + EnvEngineVersion + "; engines before 25 route --internal networks to the bridge)"
 	default:
 		c.Detail = "default route via " + strings.Join(found, ", ")
 	}
