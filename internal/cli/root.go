@@ -34,6 +34,7 @@ var subcommands = []func(Streams) *cobra.Command{
 	newTestSandboxCmd,
 	newGCCmd,
 	newRunsCmd,
+	newSleepCmd,
 }
 
 // newRootCmd builds the command tree.

@@ -44,6 +44,8 @@ type sandboxOptions struct {
 	baseline          string
 	// runDir, when set, receives the run directory's path.
 	runDir *string
+	// cmdOverride replaces a role's command; hidden flags for tests.
+	workloadCmd, gatewayCmd []string
 }
 
 func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
@@ -57,6 +59,10 @@ func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 	f.BoolVar(&o.json, "json", false, "print a JSON summary on stdout (the workload's stdout goes to stderr)")
 	f.BoolVar(&o.allowOldEngine, "allow-old-engine", os.Getenv(envAllowOldEngine) == "1",
 		"accept a Docker Engine older than 26 (recorded as a degradation; env "+envAllowOldEngine+"=1)")
+	f.StringSliceVar(&o.workloadCmd, "x-workload-cmd", nil, "replace the workload container's command (testing)")
+	f.StringSliceVar(&o.gatewayCmd, "x-gateway-cmd", nil, "replace the gateway container's command (testing)")
+	_ = f.MarkHidden("x-workload-cmd")
+	_ = f.MarkHidden("x-gateway-cmd")
 	if withQuestion {
 		f.StringVar(&o.question, "question", "", "the question for the agent (default: the seed's)")
 	}

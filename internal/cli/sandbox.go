@@ -232,7 +232,11 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 		return dockerx.ImageFiles{}, withHint(ExitUnavailable, fmt.Errorf("reading CA certificates: %w", err),
 			"install ca-certificates or point "+envCABundle+" at a PEM bundle")
 	}
-	img, err := orchestrate.NewImage(orchestrate.ImageSource{Binary: bin, CACerts: ca}, map[string]string{orchestrate.LabelApp: "image"})
+	labels := map[string]string{orchestrate.LabelApp: "image"}
+	for k, v := range j.labels {
+		labels[k] = v
+	}
+	img, err := orchestrate.NewImage(orchestrate.ImageSource{Binary: bin, CACerts: ca}, labels)
 	if err != nil {
 		return img, withHint(ExitUnavailable, err, "build with: make build (CGO_ENABLED=0), or set "+envImageBinary)
 	}

@@ -110,7 +110,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.workload,
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels,
-		WorkloadArgs: j.workloadArgs(),
+		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(),
 	}, nil
 }
 
@@ -211,4 +211,15 @@ func (j *job) workloadArgs() []string {
 		return []string{"--serialize-evidence"}
 	}
 	return nil
+}
+
+func (j *job) cmdOverride() map[string][]string {
+	o := map[string][]string{}
+	if j.o.workloadCmd != nil {
+		o[orchestrate.RoleAgent] = j.o.workloadCmd
+	}
+	if j.o.gatewayCmd != nil {
+		o[orchestrate.RoleGateway] = j.o.gatewayCmd
+	}
+	return o
 }

@@ -29,6 +29,9 @@ type Input struct {
 	ExtraLabels map[string]string
 	// WorkloadArgs are appended to the agent container's command.
 	WorkloadArgs []string
+	// CmdOverride replaces a role's command (tests: a workload that runs
+	// past its timeout, a gateway that cannot start).
+	CmdOverride map[string][]string
 }
 
 // Owner identifies the harness process that owns a run's resources.
@@ -187,6 +190,9 @@ func (in Input) step(role string) (Step, error) {
 // cmd is the spec's command, except for the agent container, whose
 // command is chosen by the workload.
 func (in Input) cmd(role string, c spec.Container) []string {
+	if o, ok := in.CmdOverride[role]; ok {
+		return append([]string{}, o...)
+	}
 	if role == RoleSidecar && !contains(c.Cmd, "--audit-log") {
 		// The audit log is an artifact of the run: it must land in the
 		// sidecar's output directory.

@@ -1,0 +1,391 @@
+//go:build docker
+
+package e2e
+
+// The harness against the real engine: doctor's full lifecycle and its
+// record, teardown on every path (SIGINT, SIGKILL then gc, timeout, a
+// gateway that cannot start), planted links in an output directory, and
+// twenty runs in a row. Every run uses doctor or a hidden sleeping
+// workload: no model, no key, and no traffic leaves the machine.
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// hxDoctorArtifacts are the files a doctor run of the default spec leaves.
+var hxDoctorArtifacts = []string{
+	"Dockerfile", "config.json", "egress-decisions.jsonl", "gateway-logs.json", "gateway-start-results.json",
+	"landlock-policy.json", "mcp-sidecar-logs.json", "mcp-sidecar-metadata.json", "mcp-sidecar-start-results.json",
+	"mcp-sidecar-stderr.txt", "mcp-sidecar-stdout.txt", "mcp-sidecar-tool-calls.jsonl", "resolved-profile.json",
+	"run-metadata.json", "sandbox-spec.json", "seccomp-profile.json", "squid.conf", "stderr.txt", "stdout.txt",
+	"timeline.jsonl", "report.html",
+}
+
+// hxMeta is the part of run-metadata.json the tests read.
+type hxMeta struct {
+	Schema   string `json:"schema"`
+	RunID    string `json:"run_id"`
+	Command  string `json:"command"`
+	ExitCode int    `json:"exit_code"`
+	Image    struct {
+		Tag    string `json:"tag"`
+		Method string `json:"method"`
+	} `json:"image"`
+	Networks []struct {
+		Name     string `json:"name"`
+		ID       string `json:"id"`
+		Internal bool   `json:"internal"`
+	} `json:"networks"`
+	Containers []struct {
+		Role       string `json:"role"`
+		ID         string `json:"id"`
+		ExitCode   *int   `json:"exit_code"`
+		TimedOut   bool   `json:"timed_out"`
+		PeakMemory uint64 `json:"peak_memory_bytes"`
+	} `json:"containers"`
+	Phases []struct {
+		Name       string  `json:"name"`
+		DurationMS float64 `json:"duration_ms"`
+		OK         bool    `json:"ok"`
+		Error      string  `json:"error"`
+	} `json:"phases"`
+	Verdict struct {
+		OK bool `json:"ok"`
+	} `json:"verdict"`
+	Degradations     []string `json:"degradations"`
+	ArtifactProblems []string `json:"artifact_problems"`
+}
+
+func hxSetup(t *testing.T) (id, runsDir, label string) {
+	t.Helper()
+	NeedDocker(t)
+	id = RandHex(6)
+	label = "mcpsidecar.e2e=" + id
+	CleanupLabelled(t, label)
+	return id, filepath.Join(t.TempDir(), "runs"), label
+}
+
+func hxOnlyRun(t *testing.T, runsDir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(runsDir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("want exactly one run directory in %s, got %d (%v)", runsDir, len(entries), err)
+	}
+	return filepath.Join(runsDir, entries[0].Name())
+}
+
+func hxReadMeta(t *testing.T, runDir string) hxMeta {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "run-metadata.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m hxMeta
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("decoding run-metadata.json: %v", err)
+	}
+	return m
+}
+
+func (m hxMeta) role(r string) (exit *int, timedOut bool, ok bool) {
+	for _, c := range m.Containers {
+		if c.Role == r {
+			return c.ExitCode, c.TimedOut, true
+		}
+	}
+	return nil, false, false
+}
+
+func TestHarnessDoctor(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	c, code := RunCLI(t, id, nil, "doctor", "--allow-old-engine", "--runs-dir", runsDir)
+	if code != 0 {
+		t.Fatalf("doctor exited %d\nstdout:\n%s\nstderr:\n%s", code, c.Stdout.String(), c.Stderr.String())
+	}
+	RequireNothingLeft(t, label)
+	runDir := hxOnlyRun(t, runsDir)
+	for _, name := range hxDoctorArtifacts {
+		t.Run(name, func(t *testing.T) { hxWellFormed(t, filepath.Join(runDir, name)) })
+	}
+	m := hxReadMeta(t, runDir)
+	if m.Schema != "mcpsidecar.run/v1" || m.Command != "doctor" || m.ExitCode != 0 || !m.Verdict.OK {
+		t.Errorf("metadata: schema %q command %q exit %d verdict %v", m.Schema, m.Command, m.ExitCode, m.Verdict.OK)
+	}
+	if len(m.Networks) != 2 || len(m.Containers) != 3 {
+		t.Errorf("metadata: %d networks, %d containers; want 2 and 3", len(m.Networks), len(m.Containers))
+	}
+	want := []string{"spec", "preflight", "image", "run-dir", "networks", "gateway", "sidecar", "agent", "wait", "collect", "teardown"}
+	var got []string
+	for _, p := range m.Phases {
+		got = append(got, p.Name)
+	}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("phases %v, want %v", got, want)
+	}
+	for _, line := range want {
+		if !strings.Contains(c.Stderr.String(), "["+line) {
+			t.Errorf("no progress line for phase %s on stderr", line)
+		}
+	}
+	if !strings.Contains(c.Stdout.String(), "gateway refuses .invalid") {
+		t.Errorf("doctor did not print the check table; stdout:\n%s", c.Stdout.String())
+	}
+}
+
+// hxWellFormed checks that an artifact exists, is a regular file, and
+// parses when it is JSON or JSON lines.
+func hxWellFormed(t *testing.T, path string) {
+	t.Helper()
+	st, err := os.Lstat(path)
+	if err != nil {
+		t.Fatalf("missing: %v", err)
+	}
+	if !st.Mode().IsRegular() {
+		t.Fatalf("%s is %s, not a regular file", path, st.Mode().Type())
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case strings.HasSuffix(path, ".json"):
+		if !json.Valid(b) {
+			t.Errorf("%s is not valid JSON", path)
+		}
+	case strings.HasSuffix(path, ".jsonl"):
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for n := 1; sc.Scan(); n++ {
+			if !json.Valid(sc.Bytes()) {
+				t.Errorf("%s:%d is not valid JSON", path, n)
+			}
+		}
+	}
+}
+
+func TestHarnessImportFallback(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	// The same binary plus trailing bytes: still runnable, but a new
+	// content hash, so the image must be made now (and removed after).
+	bin := filepath.Join(t.TempDir(), "mcpsidecar")
+	data, err := os.ReadFile(Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, append(data, []byte("e2e-import-"+id)...), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"MCPSIDECAR_IMAGE_METHOD=import", "MCPSIDECAR_IMAGE_BINARY=" + bin}
+	c, code := RunCLI(t, id, env, "doctor", "--allow-old-engine", "--runs-dir", runsDir)
+	runDir := hxOnlyRun(t, runsDir)
+	m := hxReadMeta(t, runDir)
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", m.Image.Tag).Run() })
+	if code != 0 {
+		t.Fatalf("doctor exited %d; stderr:\n%s", code, c.Stderr.String())
+	}
+	if m.Image.Method != "import" {
+		t.Errorf("image method %q, want import", m.Image.Method)
+	}
+	if !strings.Contains(c.Stderr.String(), "imported from a root filesystem") {
+		t.Errorf("stderr does not say the image was imported:\n%s", c.Stderr.String())
+	}
+	RequireNothingLeft(t, label)
+}
+
+// hxSleeper starts doctor with a workload that sleeps for an hour.
+func hxSleeper(t *testing.T, id, runsDir string, extra ...string) *CLI {
+	t.Helper()
+	args := append([]string{"doctor", "--allow-old-engine", "--runs-dir", runsDir, "--x-workload-cmd", "x-sleep,1h"}, extra...)
+	c := NewCLI(t, id, nil, args...)
+	if err := c.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if c.Cmd.ProcessState == nil {
+			_ = c.Cmd.Process.Kill()
+			_ = c.Cmd.Wait()
+		}
+	})
+	return c
+}
+
+func TestHarnessSIGINT(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	c := hxSleeper(t, id, runsDir)
+	c.WaitFor(t, "[agent    ]", 3*time.Minute)
+	time.Sleep(500 * time.Millisecond)
+	if err := c.Cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code := hxWait(t, c, time.Minute)
+	if code != 130 {
+		t.Errorf("exit code %d after SIGINT, want 130; stderr:\n%s", code, c.Stderr.String())
+	}
+	RequireNothingLeft(t, label)
+	runDir := hxOnlyRun(t, runsDir)
+	m := hxReadMeta(t, runDir)
+	if m.ExitCode != 130 {
+		t.Errorf("metadata exit_code %d, want 130", m.ExitCode)
+	}
+	for _, name := range []string{"stdout.txt", "stderr.txt", "gateway-logs.json", "mcp-sidecar-logs.json", "timeline.jsonl"} {
+		hxWellFormed(t, filepath.Join(runDir, name))
+	}
+}
+
+func hxWait(t *testing.T, c *CLI, timeout time.Duration) int {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- c.Cmd.Wait() }()
+	select {
+	case err := <-done:
+		return exitCode(t, err)
+	case <-time.After(timeout):
+		_ = c.Cmd.Process.Kill()
+		t.Fatalf("mcpsidecar still running %s after it should have ended; stderr:\n%s", timeout, c.Stderr.String())
+		return -1
+	}
+}
+
+func TestHarnessSIGKILLThenGC(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	c := hxSleeper(t, id, runsDir)
+	c.WaitFor(t, "[agent    ]", 3*time.Minute)
+	if err := c.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Cmd.Wait()
+	cs, ns := Leftovers(t, label)
+	if len(cs) != 3 || len(ns) != 2 {
+		t.Fatalf("after SIGKILL: %d containers, %d networks; want 3 and 2 (the test would prove nothing)", len(cs), len(ns))
+	}
+	g, code := RunCLI(t, id, nil, "gc")
+	if code != 0 {
+		t.Fatalf("gc exited %d: %s", code, g.Stderr.String())
+	}
+	RequireNothingLeft(t, label)
+	if !strings.Contains(g.Stdout.String(), "removed 3 container(s) and 2 network(s)") && !strings.Contains(g.Stdout.String(), "removed") {
+		t.Errorf("gc output:\n%s", g.Stdout.String())
+	}
+}
+
+func TestHarnessTimeout(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	start := time.Now()
+	c, code := RunCLI(t, id, nil, "doctor", "--allow-old-engine", "--runs-dir", runsDir,
+		"--x-workload-cmd", "x-sleep,1h", "--timeout", "3s")
+	if code == 0 {
+		t.Fatalf("a workload past its timeout exited 0; stderr:\n%s", c.Stderr.String())
+	}
+	if d := time.Since(start); d > 2*time.Minute {
+		t.Errorf("took %s: the timeout did not stop the workload", d)
+	}
+	RequireNothingLeft(t, label)
+	m := hxReadMeta(t, hxOnlyRun(t, runsDir))
+	exit, timedOut, ok := m.role("agent")
+	if !ok || !timedOut || exit == nil || *exit != 137 {
+		t.Errorf("agent container: present %v, timed_out %v, exit %v; want timed out and killed (137)", ok, timedOut, exit)
+	}
+	if !strings.Contains(c.Stderr.String(), "timeout") {
+		t.Errorf("stderr does not mention the timeout:\n%s", c.Stderr.String())
+	}
+}
+
+func TestHarnessGatewayFailsToStart(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	c, code := RunCLI(t, id, nil, "doctor", "--allow-old-engine", "--runs-dir", runsDir,
+		"--x-gateway-cmd", "gateway,--no-such-flag", "--ready-timeout", "20s")
+	if code != 1 {
+		t.Errorf("exit code %d, want 1", code)
+	}
+	errText := c.Stderr.String()
+	for _, want := range []string{"starting the gateway", "exited with code", "no-such-flag"} {
+		if !strings.Contains(errText, want) {
+			t.Errorf("stderr does not contain %q:\n%s", want, errText)
+		}
+	}
+	RequireNothingLeft(t, label)
+	m := hxReadMeta(t, hxOnlyRun(t, runsDir))
+	if _, _, ok := m.role("sidecar"); ok {
+		t.Error("the sidecar was started after the gateway failed")
+	}
+	if m.Verdict.OK {
+		t.Error("verdict ok after a failed start")
+	}
+}
+
+func TestHarnessPlantedSymlink(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	victimDir := t.TempDir()
+	victim := filepath.Join(victimDir, "victim")
+	if err := os.WriteFile(victim, []byte("host secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := hxSleeper(t, id, runsDir, "--timeout", "8s")
+	c.WaitFor(t, "[agent    ]", 3*time.Minute)
+	runDir := hxOnlyRun(t, runsDir)
+	out := filepath.Join(runDir, "agent")
+	// What a hostile workload could leave in its own output directory.
+	plants := map[string]string{"answer.txt": victim, "report.json": "/etc/passwd", "done.json": victimDir, "agent-turns.jsonl": "../run-metadata.json"}
+	for name, target := range plants {
+		if err := os.Symlink(target, filepath.Join(out, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := syscall.Mkfifo(filepath.Join(out, "status.ndjson"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hxWait(t, c, 2*time.Minute)
+	RequireNothingLeft(t, label)
+	if b, _ := os.ReadFile(victim); string(b) != "host secret\n" {
+		t.Errorf("the file outside the run changed: %q", b)
+	}
+	if entries, _ := os.ReadDir(victimDir); len(entries) != 1 {
+		t.Errorf("files appeared next to the victim: %d entries", len(entries))
+	}
+	for name := range plants {
+		if _, err := os.Lstat(filepath.Join(runDir, name)); err == nil {
+			t.Errorf("%s was copied into the run directory through a planted link", name)
+		}
+	}
+	m := hxReadMeta(t, runDir)
+	if len(m.ArtifactProblems) < len(plants)+1 {
+		t.Errorf("artifact_problems %v: want one per planted file", m.ArtifactProblems)
+	}
+}
+
+func TestHarnessTwentyRuns(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	imagesBefore := hxImageCount(t)
+	for i := 0; i < 20; i++ {
+		c, code := RunCLI(t, id, nil, "doctor", "--allow-old-engine", "--quiet", "--runs-dir", runsDir)
+		if code != 0 {
+			t.Fatalf("run %d exited %d; stderr:\n%s", i+1, code, c.Stderr.String())
+		}
+		RequireNothingLeft(t, label)
+	}
+	entries, _ := os.ReadDir(runsDir)
+	if len(entries) != 20 {
+		t.Errorf("%d run directories, want 20 (one per run)", len(entries))
+	}
+	if after := hxImageCount(t); after > imagesBefore+1 {
+		t.Errorf("images grew from %d to %d over 20 runs of one binary", imagesBefore, after)
+	}
+}
+
+func hxImageCount(t *testing.T) int {
+	t.Helper()
+	out, err := exec.Command("docker", "images", "-q", "--filter", "reference=mcpsidecar").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(strings.Fields(string(out)))
+}

@@ -1,0 +1,194 @@
+//go:build docker
+
+package e2e
+
+// Shared helpers for the Docker end-to-end tests: the binary under test
+// ($MCPSIDECAR_BIN, set by `make e2e`, or built once into a temporary
+// directory), running the CLI with labels that mark everything it creates
+// as a test's, and counting what a run left behind.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestLabel marks every container, network and image an e2e test creates.
+const TestLabel = "mcpsidecar.test=1"
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// NeedDocker fails (never skips) when the engine is not reachable.
+func NeedDocker(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)
+	}
+}
+
+// Binary returns the static mcpsidecar binary under test: $MCPSIDECAR_BIN,
+// or one built once per test process with CGO_ENABLED=0.
+func Binary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("MCPSIDECAR_BIN"); p != "" {
+		return p
+	}
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpsidecar-e2e-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "mcpsidecar")
+		_, file, _, _ := runtime.Caller(0)
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binPath, "./cmd/mcpsidecar")
+		cmd.Dir = filepath.Dir(filepath.Dir(file))
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binErr = &buildError{err: err, out: string(out)}
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("building mcpsidecar: %v", binErr)
+	}
+	return binPath
+}
+
+type buildError struct {
+	err error
+	out string
+}
+
+func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// RandHex returns n random bytes as hex, for unique test ids.
+func RandHex(n int) string {
+	b := make([]byte, n)
+	if _, err := rand.Read(b); err != nil {
+		panic(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// CLI is one invocation of the binary under test.
+type CLI struct {
+	Cmd    *exec.Cmd
+	Stdout bytes.Buffer
+	Stderr syncBuffer
+}
+
+// NewCLI prepares `mcpsidecar args...` whose resources carry the test label
+// and mcpsidecar.e2e=<id>, plus env entries.
+func NewCLI(t *testing.T, id string, env []string, args ...string) *CLI {
+	t.Helper()
+	c := &CLI{Cmd: exec.Command(Binary(t), args...)}
+	c.Cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS="+TestLabel+",mcpsidecar.e2e="+id)
+	c.Cmd.Env = append(c.Cmd.Env, env...)
+	c.Cmd.Stdout, c.Cmd.Stderr = &c.Stdout, &c.Stderr
+	return c
+}
+
+// RunCLI runs the CLI to the end and returns its exit code.
+func RunCLI(t *testing.T, id string, env []string, args ...string) (*CLI, int) {
+	t.Helper()
+	c := NewCLI(t, id, env, args...)
+	err := c.Cmd.Run()
+	return c, exitCode(t, err)
+}
+
+func exitCode(t *testing.T, err error) int {
+	t.Helper()
+	if err == nil {
+		return 0
+	}
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	}
+	t.Fatalf("running mcpsidecar: %v", err)
+	return -1
+}
+
+// WaitFor polls stderr until it contains s or the timeout passes.
+func (c *CLI) WaitFor(t *testing.T, s string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if strings.Contains(c.Stderr.String(), s) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("mcpsidecar did not print %q within %s; stderr:\n%s", s, timeout, c.Stderr.String())
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the process writes it.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// Leftovers lists the containers and networks carrying label (k=v).
+func Leftovers(t *testing.T, label string) (containers, networks []string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	list := func(args ...string) []string {
+		out, err := exec.CommandContext(ctx, "docker", args...).Output()
+		if err != nil {
+			t.Fatalf("docker %v: %v", args, err)
+		}
+		return strings.Fields(string(out))
+	}
+	containers = list("ps", "-aq", "--filter", "label="+label)
+	networks = list("network", "ls", "-q", "--filter", "label="+label)
+	return containers, networks
+}
+
+// CleanupLabelled removes, at the end of the test, every container and
+// network carrying label; register it before creating anything.
+func CleanupLabelled(t *testing.T, label string) {
+	t.Helper()
+	t.Cleanup(func() {
+		cs, ns := Leftovers(t, label)
+		if len(cs) > 0 {
+			_ = exec.Command("docker", append([]string{"rm", "-f"}, cs...)...).Run()
+		}
+		if len(ns) > 0 {
+			_ = exec.Command("docker", append([]string{"network", "rm"}, ns...)...).Run()
+		}
+	})
+}
+
+// RequireNothingLeft fails when any container or network carries label.
+func RequireNothingLeft(t *testing.T, label string) {
+	t.Helper()
+	cs, ns := Leftovers(t, label)
+	if len(cs) > 0 || len(ns) > 0 {
+		t.Errorf("left behind: containers %v, networks %v (label %s)", cs, ns, label)
+	}
+}
