@@ -1,6 +1,7 @@
 package harden
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -52,8 +53,11 @@ type LayerStatus struct {
 // WriteReport writes r as dir/[ReportFile]. It refuses to follow a symlink
 // at that name: the directory is writable by the workload.
 func WriteReport(dir string, r Report) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // reasons contain ">=", kept readable
+	if err := enc.Encode(r); err != nil {
 		return fmt.Errorf("encoding harden report: %w", err)
 	}
 	path := filepath.Join(dir, ReportFile)
@@ -61,7 +65,7 @@ func WriteReport(dir string, r Report) error {
 	if err != nil {
 		return fmt.Errorf("writing harden report: %w", err)
 	}
-	if _, err := f.Write(append(data, '\n')); err != nil {
+	if _, err := f.Write(buf.Bytes()); err != nil {
 		f.Close()
 		return fmt.Errorf("writing harden report %s: %w", path, err)
 	}
