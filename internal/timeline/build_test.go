@@ -313,3 +313,21 @@ func TestNearestAnchorSplitsSharedIDs(t *testing.T) {
 		t.Errorf("parents mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestNoTimeLinkWhenModelRequestsCarryIDs: once the agent stamps its model
+// requests, an unstamped connection during one is not hidden under it.
+func TestNoTimeLinkWhenModelRequestsCarryIDs(t *testing.T) {
+	at := func(ms int) time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+	ev := []Event{
+		{Time: at(1000), DurationMS: 500, Kind: KindModelRequest, CorrelationID: "m1"},
+		{Time: at(700), Kind: KindEgress, Decision: "allow", CorrelationID: "m1"},
+		{Time: at(800), Kind: KindEgress, Decision: "allow", Host: "stray.example"},
+	}
+	sortEvents(ev)
+	link(ev)
+	for _, e := range ev {
+		if e.Host == "stray.example" && e.Parent != 0 {
+			t.Errorf("stray connection linked to %d by %s, want unlinked", e.Parent, e.LinkedBy)
+		}
+	}
+}

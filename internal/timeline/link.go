@@ -28,7 +28,8 @@ const timeWindowSlack = 250 * time.Millisecond
 // link sets Parent and LinkedBy on events sorted by time: within each group
 // of events sharing a correlation id, every non-anchor event hangs from the
 // anchor nearest in time. Egress without an id hangs from the one model
-// request whose span contains it, if exactly one does.
+// request whose span contains it, if exactly one does and the agent does
+// not stamp its model requests with ids.
 func link(ev []Event) {
 	groups := map[string][]int{}
 	for i := range ev {
@@ -82,6 +83,9 @@ func nearest(ev []Event, anchors []int, t time.Time) int {
 }
 
 func linkByTime(ev []Event) {
+	if modelsStamped(ev) {
+		return
+	}
 	var models []int
 	for i := range ev {
 		if ev[i].Kind == KindModelRequest && !ev[i].Time.IsZero() {
@@ -97,6 +101,20 @@ func linkByTime(ev []Event) {
 			e.Parent, e.LinkedBy = ev[m].Seq, LinkTimeWindow
 		}
 	}
+}
+
+// modelsStamped reports whether the agent sends correlation ids on its
+// model requests (some decision already hangs from a model request by id).
+// Then a decision without an id did not come from a model request, and
+// hanging it under one by time would hide a stray connection (perhaps an
+// exfiltration attempt) inside ordinary model traffic.
+func modelsStamped(ev []Event) bool {
+	for i := range ev {
+		if ev[i].Kind == KindEgress && ev[i].LinkedBy == LinkCorrelation && ev[ev[i].Parent-1].Kind == KindModelRequest {
+			return true
+		}
+	}
+	return false
 }
 
 // onlyContaining returns the one model request whose span (its time plus
