@@ -42,8 +42,20 @@ network), openai_agents (adds .openai.com, forwards OPENAI_API_KEY; needs
 network), shell_access (lets the agent start processes). Without --spec the
 built-in default spec is used.`,
 	}
-	cmd.AddCommand(newSpecCheckCmd(s), newSpecResolveCmd(s))
+	cmd.AddCommand(newSpecCheckCmd(s), newSpecResolveCmd(s), newSpecDefaultCmd(s))
 	return cmd
+}
+
+func newSpecDefaultCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "default",
+		Short: "Print the built-in spec, a starting point for your own sandbox_spec.toml",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := s.Out.Write(spec.DefaultTOML())
+			return err
+		},
+	}
 }
 
 func newSpecCheckCmd(s Streams) *cobra.Command {

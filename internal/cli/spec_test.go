@@ -67,6 +67,26 @@ func TestSpecCheck(t *testing.T) {
 	}
 }
 
+// TestSpecDefaultRoundTrip: the printed default spec, saved to a file,
+// checks clean and resolves to the same hash as the built-in one.
+func TestSpecDefaultRoundTrip(t *testing.T) {
+	code, out, errs := runCLI(t, "spec", "default")
+	if code != ExitOK || !strings.Contains(out, "schema_version = 1") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	path := writeSpec(t, out)
+	_, fromFile, _ := runCLI(t, "spec", "resolve", "--spec", path)
+	_, builtin, _ := runCLI(t, "spec", "resolve")
+	hash := func(summary string) string {
+		_, after, _ := strings.Cut(summary, "(hash ")
+		h, _, _ := strings.Cut(after, ")")
+		return h
+	}
+	if hash(fromFile) == "" || hash(fromFile) != hash(builtin) {
+		t.Fatalf("hash from file %q, built-in %q", hash(fromFile), hash(builtin))
+	}
+}
+
 func TestSpecCheckJSON(t *testing.T) {
 	bad := writeSpec(t, "capabilities = [\"network\", \"network\"]\nEgress = 1\n")
 	tests := []struct {

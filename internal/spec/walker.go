@@ -72,7 +72,14 @@ func (w *walker) add(at pos, key, format string, args ...any) {
 // pos is where n starts, or fallback for nodes without a source range
 // (arrays).
 func (w *walker) pos(n *unstable.Node, fallback pos) pos {
-	if n == nil || n.Raw.Length == 0 {
+	if n == nil {
+		return fallback
+	}
+	if n.Raw.Length == 0 {
+		// An array has no range of its own: use its first element's.
+		if c := n.Child(); c != nil {
+			return w.pos(c, fallback)
+		}
 		return fallback
 	}
 	s := w.parser.Shape(n.Raw)
