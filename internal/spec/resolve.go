@@ -120,7 +120,9 @@ func (p *Profile) Probe() Container {
 
 // GatewayConfig builds the gateway policy from rules as written: each
 // normalised, de-duplicated, and dropped when a wider rule already covers
-// it (Squid rejects such overlaps in one dstdomain ACL).
+// it (Squid rejects such overlaps in one dstdomain ACL). Where the seed
+// dropped ".x" when "x" was also listed (silently narrowing), the wider
+// rule is kept: ".x" means x and its subdomains, as DESIGN.md defines it.
 func GatewayConfig(domains, ips []string) (netpolicy.Config, error) {
 	cfg := netpolicy.NewConfig([]string{}, []string{})
 	rules := make([]netpolicy.DomainRule, 0, len(domains))
