@@ -1,0 +1,256 @@
+package orchestrate
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+)
+
+// testPlan has two networks, a service with a readiness check on port, and
+// the workload.
+func testPlan(port int) Plan {
+	return Plan{RunID: "r", Networks: []dockerx.NetworkSpec{{Name: "internal", Internal: true}, {Name: "egress"}},
+		Containers: []Step{
+			{Role: RoleGateway, Spec: dockerx.ContainerSpec{Name: "gw"}, Ready: &Readiness{Network: "internal", Port: port, Path: "/healthz"}},
+			{Role: RoleAgent, Spec: dockerx.ContainerSpec{Name: "agent"}, Workload: true},
+		}}
+}
+
+func healthServer(t *testing.T, status int) int {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/healthz" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(status)
+	}))
+	t.Cleanup(srv.Close)
+	_, p, _ := net.SplitHostPort(strings.TrimPrefix(srv.URL, "http://"))
+	port, _ := strconv.Atoi(p)
+	return port
+}
+
+func TestSessionHappyPathAndTeardownOrder(t *testing.T) {
+	f := newFake()
+	s := NewSession(f, testPlan(healthServer(t, http.StatusOK)))
+	ctx := context.Background()
+	if err := s.CreateNetworks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartService(ctx, RoleGateway, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	w, err := s.StartWorkload(ctx, RoleAgent, &out, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go f.exit("id-agent", 3)
+	code, err := s.Wait(ctx, w, 5*time.Second)
+	if err != nil || code != 3 {
+		t.Fatalf("Wait = %d, %v; want 3, nil", code, err)
+	}
+	if out.String() != "hello from id-agent\n" {
+		t.Errorf("streamed %q", out.String())
+	}
+	if err := s.Teardown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"create-network internal", "create-network egress",
+		"create gw", "start id-gw",
+		"create agent", "attach id-agent", "start id-agent",
+		"remove id-agent", "remove id-gw", "remove-network net-egress", "remove-network net-internal",
+	}
+	if diff := cmp.Diff(want, f.calls); diff != "" {
+		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	if c := s.Find(RoleAgent); c == nil || *c.ExitCode != 3 || c.PeakMemory() != 1234 {
+		t.Errorf("agent record %+v", c)
+	}
+}
+
+func TestStartServiceFailures(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  int
+		exit    bool
+		wantErr string
+	}{
+		{"exits before ready", http.StatusServiceUnavailable, true, "gateway exited with code 2 before it was ready"},
+		{"never ready", http.StatusServiceUnavailable, false, "gateway not ready after"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			if tt.exit {
+				f.exitOnStart["id-gw"] = 2
+			}
+			s := NewSession(f, testPlan(healthServer(t, tt.status)))
+			err := s.StartService(context.Background(), RoleGateway, 300*time.Millisecond)
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("got %v, want %q", err, tt.wantErr)
+			}
+			if err := s.Teardown(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if f.calls[len(f.calls)-1] != "remove id-gw" {
+				t.Errorf("the failed container was not removed: %v", f.calls)
+			}
+		})
+	}
+}
+
+func TestWaitTimeoutAndCancel(t *testing.T) {
+	for _, cancelled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "timeout", true: "signal"}[cancelled], func(t *testing.T) {
+			f := newFake()
+			s := NewSession(f, testPlan(0))
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			w, err := s.StartWorkload(ctx, RoleAgent, &bytes.Buffer{}, &bytes.Buffer{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			timeout := 50 * time.Millisecond
+			if cancelled {
+				timeout = time.Hour
+				cancel()
+			}
+			_, err = s.Wait(ctx, w, timeout)
+			want := map[bool]string{false: "still running after the 50ms timeout; killed", true: "agent interrupted"}[cancelled]
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("got %v, want %q", err, want)
+			}
+			c := s.Find(RoleAgent)
+			if c.TimedOut == cancelled || c.ExitCode == nil || *c.ExitCode != 137 {
+				t.Errorf("timed_out %v exit %v", c.TimedOut, c.ExitCode)
+			}
+		})
+	}
+}
+
+func TestTeardownKeepsGoing(t *testing.T) {
+	f := newFake()
+	f.removeErr["id-gw"] = errBoom
+	s := NewSession(f, testPlan(healthServer(t, 200)))
+	ctx := context.Background()
+	if err := s.CreateNetworks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartService(ctx, RoleGateway, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	err := s.Teardown(ctx)
+	if err == nil || !strings.Contains(err.Error(), "boom") {
+		t.Fatalf("got %v, want the removal error", err)
+	}
+	if n := len(f.calls); f.calls[n-1] != "remove-network net-internal" {
+		t.Errorf("teardown stopped early: %v", f.calls)
+	}
+}
+
+func TestRemoveCommand(t *testing.T) {
+	f := newFake()
+	s := NewSession(f, testPlan(healthServer(t, 200)))
+	ctx := context.Background()
+	_ = s.CreateNetworks(ctx)
+	_ = s.StartService(ctx, RoleGateway, time.Second)
+	got := s.RemoveCommand()
+	want := []string{"sh", "-c", "docker rm --force gw && docker network rm internal egress"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestOrphans(t *testing.T) {
+	res := func(name, app, host, pid string) dockerx.Resource {
+		return dockerx.Resource{ID: name, Name: name, Labels: map[string]string{LabelApp: app, LabelHost: host, LabelPID: pid}}
+	}
+	in := []dockerx.Resource{
+		res("dead", "1", "here", "100"),
+		res("alive", "1", "here", "200"),
+		res("other-host", "1", "there", "100"),
+		res("no-pid", "1", "here", ""),
+		res("bad-pid", "1", "here", "x"),
+		res("not-ours", "", "here", "100"),
+	}
+	alive := func(pid int) bool { return pid == 200 }
+	var got []string
+	for _, r := range Orphans(in, "here", alive) {
+		got = append(got, r.Name)
+	}
+	if diff := cmp.Diff([]string{"dead"}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+func TestGC(t *testing.T) {
+	f := newFake()
+	dead := map[string]string{LabelApp: "1", LabelHost: "h", LabelPID: "7"}
+	f.containers = []dockerx.Resource{{ID: "c1", Labels: dead}}
+	f.networks = []dockerx.Resource{{ID: "n1", Labels: dead}}
+	got, err := GC(context.Background(), f, "h", func(int) bool { return false })
+	if err != nil || len(got.Containers) != 1 || len(got.Networks) != 1 {
+		t.Fatalf("GC = %+v, %v", got, err)
+	}
+	if diff := cmp.Diff([]string{"remove c1", "remove-network n1"}, f.calls); diff != "" {
+		t.Errorf("containers must go before networks (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureImage(t *testing.T) {
+	img := dockerx.ImageFiles{Tag: "mcpsidecar:t"}
+	tests := []struct {
+		name        string
+		have        bool
+		buildErr    error
+		importErr   error
+		forceImport bool
+		want        string
+		wantCalls   []string
+		wantErr     string
+	}{
+		{"reused", true, nil, nil, false, MethodReused, []string{"inspect-image mcpsidecar:t"}, ""},
+		{"built", false, nil, nil, false, MethodBuild, []string{"inspect-image mcpsidecar:t", "build mcpsidecar:t", "inspect-image mcpsidecar:t"}, ""},
+		{"builder refused", false, errBoom, nil, false, MethodImport, []string{"inspect-image mcpsidecar:t", "build mcpsidecar:t", "import mcpsidecar:t", "inspect-image mcpsidecar:t"}, ""},
+		{"forced import", false, nil, nil, true, MethodImport, []string{"inspect-image mcpsidecar:t", "import mcpsidecar:t", "inspect-image mcpsidecar:t"}, ""},
+		{"both fail", false, errBoom, errBoom, false, "", nil, "boom; falling back to import: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			f.images[img.Tag] = tt.have
+			f.buildErr, f.importErr = tt.buildErr, tt.importErr
+			got, _, err := EnsureImage(context.Background(), f, img, tt.forceImport)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("got %v, want %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
+			}
+			if diff := cmp.Diff(tt.wantCalls, f.calls); diff != "" {
+				t.Errorf("calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestCheckStatic(t *testing.T) {
+	if err := CheckStatic([]byte("#!/bin/sh\n")); err == nil || !strings.Contains(err.Error(), "as ELF") {
+		t.Errorf("a script: got %v", err)
+	}
+}
