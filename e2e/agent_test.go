@@ -1,0 +1,721 @@
+//go:build docker
+
+package e2e
+
+// The offline end-to-end run of the whole system: `mcpsidecar run` with the
+// real engine, the real gateway, sidecar and agent, and two fixture
+// containers standing in for the outside world (e2e/fixtures): a fake
+// OpenAI-compatible model at fake-model.e2e.test and a fake Microsoft Learn
+// MCP server answering as learn.microsoft.com over TLS with a test CA that
+// the run's image trusts instead of the host's bundle (MCPSIDECAR_CA_BUNDLE).
+// Nothing leaves the machine: the fixtures join the run's egress network
+// (with those names as aliases) as soon as the harness creates it, before
+// any container of the run can look a name up; the test checks that order.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Names the fixtures answer to on the run's egress network.
+const (
+	agModelHost = "fake-model.e2e.test"
+	agLearnHost = "learn.microsoft.com"
+)
+
+func TestAgentOfflineRun(t *testing.T) {
+	agNeedDocker(t)
+	id := agRandHex(6)
+	dir := t.TempDir()
+	bin := agBinary(t, id, dir)
+	ca := agCerts(t, dir)
+	image := agFixtureImage(t, id, dir)
+	key := "sk-e2e-" + agRandHex(16)
+	fx := agStartFixtures(t, id, image, key)
+	w := agWatch(t, id, fx)
+
+	runsDir := filepath.Join(dir, "runs")
+	specFile := filepath.Join(dir, "sandbox_spec.toml")
+	agWrite(t, specFile, `schema_version = 1
+capabilities = ["network", "mcp_client", "openai_agents"]
+allowed_domains = ["`+agModelHost+`", "`+agLearnHost+`"]
+# The fixtures get addresses from Docker's default pools on the run's own
+# egress network; nothing else on these ranges is reachable from it.
+allowed_ip_addresses = ["172.16.0.0/12", "192.168.0.0/16"]
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--spec", specFile, "--runs-dir", runsDir, "--allow-old-engine", "--timeout", "3m")
+	cmd.Env = append(os.Environ(),
+		"OPENAI_API_KEY="+key,
+		"OPENAI_BASE_URL=http://"+agModelHost+"/v1",
+		"MCPSIDECAR_CA_BUNDLE="+ca,
+		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id,
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t.Cleanup(func() { agRemoveRunImage(runsDir) })
+	t.Cleanup(func() { agRemoveLeftovers(id, fx) })
+	start := time.Now()
+	err := cmd.Run()
+	wall := time.Since(start)
+	t.Logf("mcpsidecar run took %s; stderr:\n%s", wall.Round(time.Millisecond), stderr.String())
+	t.Cleanup(func() {
+		if t.Failed() {
+			agDumpRun(t, runsDir)
+		}
+	})
+	if err != nil {
+		t.Fatalf("mcpsidecar run: %v\nstdout:\n%s", err, stdout.String())
+	}
+	w.stop()
+	w.checkOrder(t)
+
+	runDir := agOnlyRunDir(t, runsDir)
+	agCheckAnswer(t, runDir, stdout.String())
+	search := agCheckAudit(t, runDir)
+	agCheckDecisions(t, runDir, search)
+	agCheckNoSecret(t, runDir, key)
+	agCheckNothingLeft(t, id)
+	agReportFigures(t, runDir, wall, w.peak)
+}
+
+// agNeedDocker fails (never skips) when the engine is not reachable.
+func agNeedDocker(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)
+	}
+}
+
+// agDocker runs the docker CLI and returns its trimmed stdout.
+func agDocker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := agDockerErr(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func agDockerErr(args ...string) (string, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command("docker", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func agRandHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func agWrite(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agRepoRoot is the module root, from this file's location.
+func agRepoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("locating the repository")
+	}
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// agBuild builds a static binary of pkg to out.
+func agBuild(t *testing.T, pkg, out string, ldflags ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w "+strings.Join(ldflags, " "), "-o", out, pkg)
+	cmd.Dir = agRepoRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// agBinary builds a binary of its own, stamped with the test's id, rather
+// than $MCPSIDECAR_BIN: the image tag hashes the binary but not the CA
+// bundle, so the run's image, which trusts only this test's CA, must not
+// share a tag with any other run's image. The image is removed afterwards.
+func agBinary(t *testing.T, id, dir string) string {
+	t.Helper()
+	return agBuild(t, "./cmd/mcpsidecar", filepath.Join(dir, "mcpsidecar"),
+		"-X", "github.com/mcpsidecar/mcpsidecar/internal/version.Version=e2e-agent-"+id)
+}
+
+// agRemoveLeftovers frees what a failed run may leave: the fixtures leave
+// the run's networks (the harness cannot remove a network they are on),
+// then the run's containers and networks go. A passing run leaves nothing,
+// which the test checks before this runs.
+func agRemoveLeftovers(id string, fx fixtures) {
+	filter := "label=mcpsidecar.e2e=" + id
+	if ids, err := agDockerErr("ps", "-aq", "--filter", filter); err == nil && ids != "" {
+		agDockerErr(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+	}
+	nets, _ := agDockerErr("network", "ls", "-q", "--filter", filter)
+	for _, n := range strings.Fields(nets) {
+		for _, c := range []string{fx.model, fx.learn} {
+			agDockerErr("network", "disconnect", "--force", n, c)
+		}
+		agDockerErr("network", "rm", n)
+	}
+}
+
+// agRemoveRunImage removes the image the run built (named in its metadata).
+func agRemoveRunImage(runsDir string) {
+	entries, _ := os.ReadDir(runsDir)
+	for _, e := range entries {
+		var md struct {
+			Image struct {
+				Tag string `json:"tag"`
+			} `json:"image"`
+		}
+		b, err := os.ReadFile(filepath.Join(runsDir, e.Name(), "run-metadata.json"))
+		if err == nil && json.Unmarshal(b, &md) == nil && md.Image.Tag != "" {
+			agDockerErr("rmi", "-f", md.Image.Tag)
+		}
+	}
+}
+
+// agCerts writes a test CA (ca.pem, returned) and a certificate for the
+// fake Learn host signed by it (certs/learn.pem, certs/learn-key.pem).
+func agCerts(t *testing.T, dir string) string {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mcpsidecar e2e test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: agLearnHost}, DNSNames: []string{agLearnHost},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(leafKey)
+	os.MkdirAll(filepath.Join(dir, "certs"), 0o755)
+	ca := filepath.Join(dir, "ca.pem")
+	agWrite(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
+	agWrite(t, filepath.Join(dir, "certs", "learn.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER})))
+	agWrite(t, filepath.Join(dir, "certs", "learn-key.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	return ca
+}
+
+// agFixtureImage builds the FROM-scratch fixture image (binary + certs).
+func agFixtureImage(t *testing.T, id, dir string) string {
+	t.Helper()
+	image := "mcpsidecar-e2e-fixture:" + id
+	t.Cleanup(func() { agDockerErr("rmi", "-f", image) })
+	agBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
+	agWrite(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY fixture /fixture\nCOPY certs /certs\nENTRYPOINT [\"/fixture\"]\n")
+	agWrite(t, filepath.Join(dir, ".dockerignore"), "*\n!fixture\n!certs\n")
+	agDocker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, dir)
+	return image
+}
+
+// fixtures are the two fixture containers and their own network.
+type fixtures struct {
+	network, model, learn string
+}
+
+// agStartFixtures starts both fixtures, hardened, on an internal network
+// of their own (no route out) until they join the run's egress network.
+func agStartFixtures(t *testing.T, id, image, key string) fixtures {
+	t.Helper()
+	fx := fixtures{network: "mcpsidecar-e2e-" + id + "-fixtures", model: "mcpsidecar-e2e-" + id + "-model", learn: "mcpsidecar-e2e-" + id + "-learn"}
+	t.Cleanup(func() { agDockerErr("network", "rm", fx.network) })
+	agDocker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", fx.network)
+	common := []string{"run", "-d", "--label", "mcpsidecar.test=1", "--network", fx.network, "--read-only",
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532",
+		"--sysctl", "net.ipv4.ip_unprivileged_port_start=0", "--memory", "128m", "--pids-limit", "64"}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{fx.model, []string{"model", "--listen", ":80", "--key", key}},
+		{fx.learn, []string{"learn", "--listen", ":443", "--path", "/api/mcp", "--tls-cert", "/certs/learn.pem", "--tls-key", "/certs/learn-key.pem"}},
+	} {
+		name := c.name
+		t.Cleanup(func() { agDockerErr("rm", "-f", name) })
+		args := append(append(append([]string{}, common...), "--name", name, image), c.args...)
+		agDocker(t, args...)
+	}
+	return fx
+}
+
+// watcher follows the engine's events for this test's run: it connects the
+// fixtures to the run's egress network the moment it exists, holds the
+// gateway paused if it starts before they are connected, and disconnects
+// them when the agent ends, so the harness can remove the network.
+type watcher struct {
+	id     string
+	fx     fixtures
+	cmd    *exec.Cmd
+	done   chan struct{}
+	ready  chan struct{}
+	mu     sync.Mutex
+	egress string
+	joined time.Time // when both fixtures were connected
+	starts map[string]time.Time
+	peak   int64 // the agent container's peak memory, from its cgroup
+	errs   []error
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+type agEvent struct {
+	Type, Action string
+	Actor        struct {
+		ID         string
+		Attributes map[string]string
+	}
+	TimeNano int64 `json:"timeNano"`
+}
+
+func agWatch(t *testing.T, id string, fx fixtures) *watcher {
+	t.Helper()
+	w := &watcher{id: id, fx: fx, done: make(chan struct{}), ready: make(chan struct{}), starts: map[string]time.Time{}}
+	w.cmd = exec.Command("docker", "events", "--format", "{{json .}}", "--filter", "type=network", "--filter", "type=container")
+	out, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.stop)
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go w.loop(bufio.NewScanner(out))
+	// A network of our own proves the event stream is live before the run.
+	syncNet := "mcpsidecar-e2e-" + id + "-sync"
+	agDocker(t, "network", "create", "--label", "mcpsidecar.test=1", syncNet)
+	agDocker(t, "network", "rm", syncNet)
+	select {
+	case <-w.ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("docker events did not report the sync network")
+	}
+	return w
+}
+
+func (w *watcher) loop(sc *bufio.Scanner) {
+	defer close(w.done)
+	joined := make(chan struct{})
+	for sc.Scan() {
+		var ev agEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		attrs := ev.Actor.Attributes
+		switch {
+		case ev.Type == "network" && ev.Action == "create" && attrs["name"] == "mcpsidecar-e2e-"+w.id+"-sync":
+			close(w.ready)
+		case ev.Type == "network" && ev.Action == "create" && strings.HasSuffix(attrs["name"], "-egress") && w.ours(attrs["name"]):
+			w.wg.Add(1)
+			go func() { defer w.wg.Done(); w.join(attrs["name"]); close(joined) }()
+		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "start":
+			w.mu.Lock()
+			w.starts[attrs["mcpsidecar.role"]] = time.Unix(0, ev.TimeNano)
+			w.mu.Unlock()
+			if attrs["mcpsidecar.role"] == "agent" {
+				w.wg.Add(1)
+				go func() { defer w.wg.Done(); w.samplePeak(ev.Actor.ID) }()
+			}
+			if attrs["mcpsidecar.role"] == "gateway" {
+				w.wg.Add(1)
+				go func() { defer w.wg.Done(); w.holdUntil(ev.Actor.ID, joined) }()
+			}
+		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "die" && attrs["mcpsidecar.role"] == "agent":
+			w.wg.Add(1)
+			go func() { defer w.wg.Done(); w.leave() }()
+		}
+	}
+}
+
+// ours reads the network's labels (network events carry none).
+func (w *watcher) ours(network string) bool {
+	out, err := agDockerErr("network", "inspect", "--format", `{{index .Labels "mcpsidecar.e2e"}}`, network)
+	return err == nil && out == w.id
+}
+
+func (w *watcher) join(network string) {
+	for _, c := range []struct{ name, alias string }{{w.fx.model, agModelHost}, {w.fx.learn, agLearnHost}} {
+		if _, err := agDockerErr("network", "connect", "--alias", c.alias, network, c.name); err != nil {
+			w.fail(err)
+		}
+	}
+	w.mu.Lock()
+	w.egress, w.joined = network, time.Now()
+	w.mu.Unlock()
+}
+
+// holdUntil pauses the gateway until the fixtures are connected (when they
+// are not yet): a paused gateway cannot pass the harness's readiness check,
+// so nothing asks it for a fixture name too early.
+func (w *watcher) holdUntil(gateway string, joined chan struct{}) {
+	select {
+	case <-joined:
+		return
+	default:
+	}
+	if _, err := agDockerErr("pause", gateway); err != nil {
+		w.fail(err)
+		return
+	}
+	select {
+	case <-joined:
+	case <-time.After(time.Minute):
+		w.fail(errors.New("the fixtures did not join the egress network within a minute"))
+	}
+	if _, err := agDockerErr("unpause", gateway); err != nil {
+		w.fail(err)
+	}
+}
+
+// samplePeak follows the agent container's memory high-water mark in its
+// cgroup (v1: memory.max_usage_in_bytes; v2: memory.peak) until the
+// cgroup goes away. The agent lives well under a second, too short for
+// the engine's stats stream to be sampled reliably.
+func (w *watcher) samplePeak(id string) {
+	paths := []string{
+		"/sys/fs/cgroup/memory/docker/" + id + "/memory.max_usage_in_bytes",
+		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/memory.peak",
+	}
+	for misses := 0; misses < 50; {
+		found := false
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			var v int64
+			if _, err := fmt.Sscan(string(b), &v); err == nil {
+				found = true
+				w.mu.Lock()
+				w.peak = max(w.peak, v)
+				w.mu.Unlock()
+			}
+		}
+		if !found {
+			misses++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (w *watcher) leave() {
+	w.mu.Lock()
+	network := w.egress
+	w.mu.Unlock()
+	for _, c := range []string{w.fx.model, w.fx.learn} {
+		if _, err := agDockerErr("network", "disconnect", "--force", network, c); err != nil {
+			w.fail(err)
+		}
+	}
+}
+
+func (w *watcher) fail(err error) {
+	w.mu.Lock()
+	w.errs = append(w.errs, err)
+	w.mu.Unlock()
+}
+
+func (w *watcher) stop() {
+	w.once.Do(func() {
+		w.wg.Wait()
+		if w.cmd.Process != nil {
+			w.cmd.Process.Kill()
+			w.cmd.Wait()
+		}
+	})
+}
+
+// checkOrder: the fixtures joined before the sidecar (the first container
+// to look up a fixture name, through the gateway) started.
+func (w *watcher) checkOrder(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := errors.Join(w.errs...); err != nil {
+		t.Errorf("fixture wiring: %v", err)
+	}
+	side, ok := w.starts["sidecar"]
+	switch {
+	case w.joined.IsZero():
+		t.Error("the fixtures never joined the run's egress network")
+	case !ok:
+		t.Error("no start event for the sidecar")
+	case !w.joined.Before(side):
+		t.Errorf("fixtures joined at %s, after the sidecar started at %s", w.joined, side)
+	}
+}
+
+func agOnlyRunDir(t *testing.T, runsDir string) string {
+	t.Helper()
+	entries, err := os.ReadDir(runsDir)
+	if err != nil || len(entries) != 1 {
+		t.Fatalf("runs dir holds %d entries (err %v), want one run", len(entries), err)
+	}
+	return filepath.Join(runsDir, entries[0].Name())
+}
+
+// agDumpRun logs the run's records, to explain a failure.
+func agDumpRun(t *testing.T, runsDir string) {
+	entries, _ := os.ReadDir(runsDir)
+	for _, e := range entries {
+		for _, name := range []string{"agent-turns.jsonl", "agent/agent-turns.jsonl", "mcp-sidecar-tool-calls.jsonl",
+			"egress-decisions.jsonl", "mcp-sidecar-stderr.txt", "gateway-logs.json", "stderr.txt"} {
+			if b, err := os.ReadFile(filepath.Join(runsDir, e.Name(), name)); err == nil {
+				t.Logf("%s:\n%s", name, b)
+			}
+		}
+	}
+}
+
+func agRead(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// agCheckAnswer: answer.txt equals stdout.txt and what the run printed.
+func agCheckAnswer(t *testing.T, runDir, printed string) {
+	t.Helper()
+	answer := strings.TrimSuffix(agRead(t, filepath.Join(runDir, "answer.txt")), "\n")
+	saved := strings.TrimSuffix(agRead(t, filepath.Join(runDir, "stdout.txt")), "\n")
+	if answer == "" || answer != saved {
+		t.Errorf("answer.txt %q != stdout.txt %q", answer, saved)
+	}
+	if !strings.Contains(printed, answer) {
+		t.Errorf("the run printed %q, which does not hold the answer %q", printed, answer)
+	}
+	if !strings.Contains(answer, "IHttpClientFactory") {
+		t.Errorf("answer %q does not come from the scripted model", answer)
+	}
+}
+
+// agAudit is the part of a sidecar audit line the test reads.
+type agAudit struct {
+	Kind          string         `json:"kind"`
+	Name          string         `json:"name"`
+	Arguments     map[string]any `json:"arguments"`
+	OK            bool           `json:"ok"`
+	CorrelationID string         `json:"correlation_id"`
+}
+
+// agCheckAudit finds the format read and the csharp code-sample search,
+// and returns the search's audit line.
+func agCheckAudit(t *testing.T, runDir string) agAudit {
+	t.Helper()
+	var read bool
+	var search agAudit
+	for _, line := range agLines(t, filepath.Join(runDir, "mcp-sidecar-tool-calls.jsonl")) {
+		var a agAudit
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatalf("audit line %q: %v", line, err)
+		}
+		switch {
+		case a.Kind == "resources/read" && a.Name == "mcp-sidecar://instructions/answer-format.md" && a.OK:
+			read = true
+		case a.Kind == "tools/call" && a.Name == "microsoft_code_sample_search" && a.OK && a.Arguments["language"] == "csharp":
+			search = a
+		}
+	}
+	if !read {
+		t.Error("audit log has no successful read of the answer format")
+	}
+	if search.Name == "" || len(search.CorrelationID) != 32 {
+		t.Errorf("audit log has no successful csharp code-sample search with a correlation id (got %+v)", search)
+	}
+	return search
+}
+
+func agLines(t *testing.T, path string) []string {
+	t.Helper()
+	var out []string
+	for _, l := range strings.Split(agRead(t, path), "\n") {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// agDecision is the part of a gateway decision line the test reads.
+type agDecision struct {
+	Method        string `json:"method"`
+	Host          string `json:"host"`
+	Decision      string `json:"decision"`
+	CorrelationID string `json:"correlation_id"`
+}
+
+// agCheckDecisions: the model requests and the upstream request were
+// allowed, each joined by its correlation id to the agent's turn or the
+// sidecar's audit line.
+func agCheckDecisions(t *testing.T, runDir string, search agAudit) {
+	t.Helper()
+	byID := map[string]agDecision{}
+	for _, line := range agLines(t, filepath.Join(runDir, "egress-decisions.jsonl")) {
+		var d agDecision
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("decision line %q: %v", line, err)
+		}
+		if d.Decision != "allow" {
+			t.Errorf("gateway denied a request of the run: %s", line)
+		}
+		if d.CorrelationID != "" {
+			byID[d.CorrelationID] = d
+		}
+	}
+	if d, ok := byID[search.CorrelationID]; !ok || d.Host != agLearnHost {
+		t.Errorf("no allowed decision for %s joined to the code-sample search %s (got %+v)", agLearnHost, search.CorrelationID, d)
+	}
+	turns := agLines(t, agFind(t, runDir, "agent-turns.jsonl"))
+	models := 0
+	for _, line := range turns {
+		var tr struct {
+			Kind          string `json:"kind"`
+			CorrelationID string `json:"correlation_id"`
+		}
+		json.Unmarshal([]byte(line), &tr)
+		if tr.Kind != "model_request" {
+			continue
+		}
+		models++
+		if d, ok := byID[tr.CorrelationID]; !ok || d.Host != agModelHost {
+			t.Errorf("model request %s has no allowed decision for %s (got %+v)", tr.CorrelationID, agModelHost, d)
+		}
+	}
+	if models < 3 {
+		t.Errorf("agent-turns.jsonl has %d model requests, want at least 3", models)
+	}
+}
+
+// agFind returns the path of name in the run dir or one of its role dirs.
+func agFind(t *testing.T, runDir, name string) string {
+	t.Helper()
+	for _, p := range []string{filepath.Join(runDir, name), filepath.Join(runDir, "agent", name)} {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	t.Fatalf("%s not found in %s", name, runDir)
+	return ""
+}
+
+// agCheckNoSecret: the fake key's value is in no file of the run.
+func agCheckNoSecret(t *testing.T, runDir, key string) {
+	t.Helper()
+	filepath.WalkDir(runDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		if b, err := os.ReadFile(path); err == nil && bytes.Contains(b, []byte(key)) {
+			t.Errorf("%s contains the API key", path)
+		}
+		return nil
+	})
+}
+
+// agCheckNothingLeft: no container or network of the run remains.
+func agCheckNothingLeft(t *testing.T, id string) {
+	t.Helper()
+	filter := "label=mcpsidecar.e2e=" + id
+	if out := agDocker(t, "ps", "-aq", "--filter", filter); out != "" {
+		t.Errorf("containers left: %s", out)
+	}
+	if out := agDocker(t, "network", "ls", "-q", "--filter", filter); out != "" {
+		t.Errorf("networks left: %s", out)
+	}
+}
+
+// agReportFigures logs the phase table and peak memory (docs/PERFORMANCE.md).
+func agReportFigures(t *testing.T, runDir string, wall time.Duration, agentPeak int64) {
+	t.Helper()
+	var md struct {
+		Phases []struct {
+			Name       string  `json:"name"`
+			DurationMS float64 `json:"duration_ms"`
+		} `json:"phases"`
+		Containers []struct {
+			Role     string `json:"role"`
+			PeakMem  int64  `json:"peak_memory_bytes"`
+			ExitCode *int   `json:"exit_code"`
+		} `json:"containers"`
+	}
+	if err := json.Unmarshal([]byte(agRead(t, filepath.Join(runDir, "run-metadata.json"))), &md); err != nil {
+		t.Fatalf("run-metadata.json: %v", err)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "FIGURES wall %.0f ms\n", float64(wall.Microseconds())/1000)
+	for _, p := range md.Phases {
+		fmt.Fprintf(&b, "FIGURES phase %-10s %8.1f ms\n", p.Name, p.DurationMS)
+	}
+	for _, c := range md.Containers {
+		fmt.Fprintf(&b, "FIGURES peak_memory %-8s %6.1f MiB\n", c.Role, float64(c.PeakMem)/(1<<20))
+		if c.Role == "agent" && (c.ExitCode == nil || *c.ExitCode != 0) {
+			t.Errorf("run-metadata.json: agent exit code %v, want 0", c.ExitCode)
+		}
+	}
+	fmt.Fprintf(&b, "FIGURES peak_memory agent (cgroup) %.1f MiB\n", float64(agentPeak)/(1<<20))
+	var model, tools float64
+	for _, line := range agLines(t, agFind(t, runDir, "agent-turns.jsonl")) {
+		var tr struct {
+			Kind       string  `json:"kind"`
+			DurationMS float64 `json:"duration_ms"`
+		}
+		json.Unmarshal([]byte(line), &tr)
+		switch tr.Kind {
+		case "model_request":
+			model += tr.DurationMS
+		case "tool_call", "answer_saved":
+			tools += tr.DurationMS
+		}
+	}
+	fmt.Fprintf(&b, "FIGURES agent model time %.1f ms, tool time %.1f ms\n", model, tools)
+	t.Log("\n" + b.String())
+}
