@@ -2,6 +2,8 @@ package cli
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -110,7 +112,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.workload,
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels,
-		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(),
+		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
 	}, nil
 }
 
@@ -222,4 +224,11 @@ func (j *job) cmdOverride() map[string][]string {
 		o[orchestrate.RoleGateway] = j.o.gatewayCmd
 	}
 	return o
+}
+
+// token is a short random suffix for Docker names (see orchestrate.Input).
+func token() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -44,3 +44,13 @@ func EgressNetwork(runID string) string { return "mcpsidecar-" + runID + "-egres
 // ContainerName is the name of a container of the run, from the spec's
 // role-specific stem.
 func ContainerName(stem, runID string) string { return stem + "-" + runID }
+
+// dockerID is the run id as it appears in Docker names: run ids are unique
+// within one runs directory only, Docker names on the whole engine, so a
+// per-run token keeps two runs started in the same second apart.
+func (in Input) dockerID() string {
+	if in.Token == "" {
+		return in.RunID
+	}
+	return in.RunID + "-" + in.Token
+}

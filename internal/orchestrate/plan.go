@@ -29,6 +29,8 @@ type Input struct {
 	ExtraLabels map[string]string
 	// WorkloadArgs are appended to the agent container's command.
 	WorkloadArgs []string
+	// Token is appended to the run id in Docker names (see dockerID).
+	Token string
 	// CmdOverride replaces a role's command (tests: a workload that runs
 	// past its timeout, a gateway that cannot start).
 	CmdOverride map[string][]string
@@ -73,10 +75,10 @@ func NewPlan(in Input) (Plan, error) {
 	}
 	p := Plan{RunID: in.RunID}
 	if in.uses(spec.NetInternal) {
-		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: InternalNetwork(in.RunID), Internal: true, Labels: in.labels("")})
+		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: InternalNetwork(in.dockerID()), Internal: true, Labels: in.labels("")})
 	}
 	if in.uses(spec.NetEgress) {
-		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: EgressNetwork(in.RunID), Labels: in.labels("")})
+		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: EgressNetwork(in.dockerID()), Labels: in.labels("")})
 	}
 	for _, role := range in.Profile.Roles {
 		st, err := in.step(role)
@@ -162,7 +164,7 @@ func (in Input) step(role string) (Step, error) {
 	out := filepath.Join(in.RunDir, role)
 	target := outputTarget(c)
 	cs := dockerx.ContainerSpec{
-		Name: ContainerName(c.Name, in.RunID), Image: in.Image, Cmd: in.cmd(role, c),
+		Name: ContainerName(c.Name, in.dockerID()), Image: in.Image, Cmd: in.cmd(role, c),
 		Env: in.env(role, c), User: c.User, Labels: in.labels(role),
 		Networks:       in.attachments(c),
 		ReadOnlyRootfs: c.ReadonlyRootfs, CapDrop: orEmpty(c.CapDrop), CapAdd: orEmpty(c.CapAdd),
@@ -180,9 +182,9 @@ func (in Input) step(role string) (Step, error) {
 	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent}
 	switch role {
 	case RoleGateway:
-		st.Ready = &Readiness{Network: InternalNetwork(in.RunID), Port: spec.GatewayPort, Path: "/healthz"}
+		st.Ready = &Readiness{Network: InternalNetwork(in.dockerID()), Port: spec.GatewayPort, Path: "/healthz"}
 	case RoleSidecar:
-		st.Ready = &Readiness{Network: InternalNetwork(in.RunID), Port: spec.SidecarPort, Path: "/healthz"}
+		st.Ready = &Readiness{Network: InternalNetwork(in.dockerID()), Port: spec.SidecarPort, Path: "/healthz"}
 	}
 	return st, nil
 }
@@ -217,10 +219,10 @@ func (in Input) attachments(c spec.Container) []dockerx.Attachment {
 	}
 	var a []dockerx.Attachment
 	if contains(c.Networks, spec.NetEgress) {
-		a = append(a, dockerx.Attachment{Network: EgressNetwork(in.RunID), Aliases: []string{}})
+		a = append(a, dockerx.Attachment{Network: EgressNetwork(in.dockerID()), Aliases: []string{}})
 	}
 	if contains(c.Networks, spec.NetInternal) {
-		a = append(a, dockerx.Attachment{Network: InternalNetwork(in.RunID), Aliases: orEmpty(c.Aliases)})
+		a = append(a, dockerx.Attachment{Network: InternalNetwork(in.dockerID()), Aliases: orEmpty(c.Aliases)})
 	}
 	return a
 }

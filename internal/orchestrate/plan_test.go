@@ -30,7 +30,7 @@ func input(t *testing.T, s *spec.Spec, w Workload) Input {
 			{Name: "OPENAI_API_KEY", Value: "sk-test-secret", Secret: true},
 			{Name: EnvQuestion, Value: "why?"},
 		}},
-		Owner:       Owner{PID: 4242, Host: "builder"},
+		Owner: Owner{PID: 4242, Host: "builder"}, Token: "a1b2c3",
 		ExtraLabels: map[string]string{"mcpsidecar.test": "1", LabelRun: "ignored"},
 	}
 }
