@@ -2,6 +2,7 @@ package timeline
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -71,3 +72,42 @@ func TestGoldenReport(t *testing.T) {
 		})
 	}
 }
+
+func TestRenderOptions(t *testing.T) {
+	tl, err := Build(filepath.Join("testdata", "runs", "basic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Run("color marks denials", func(t *testing.T) {
+		var out bytes.Buffer
+		if err := tl.Render(&out, RenderOptions{Color: true}); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(out.Bytes(), []byte(ansiRed+"gateway  DENY CONNECT exfil.example:443")) {
+			t.Errorf("denial not painted red:\n%s", out.String())
+		}
+	})
+	t.Run("json is the joined data", func(t *testing.T) {
+		var out bytes.Buffer
+		if err := tl.Render(&out, RenderOptions{JSON: true}); err != nil {
+			t.Fatal(err)
+		}
+		var got Timeline
+		if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+			t.Fatalf("--json output is not JSON: %v", err)
+		}
+		if got.Schema != Schema || len(got.Events) != len(tl.Events) || len(got.Problems) != len(tl.Problems) || got.Policy == nil {
+			t.Errorf("--json: schema %q, %d events, %d problems, policy %v; want %q, %d, %d, set",
+				got.Schema, len(got.Events), len(got.Problems), got.Policy, Schema, len(tl.Events), len(tl.Problems))
+		}
+	})
+	t.Run("write errors are returned", func(t *testing.T) {
+		if err := tl.Render(failingWriter{}, RenderOptions{}); err == nil {
+			t.Error("Render to a failing writer: got nil error")
+		}
+	})
+}
+
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
