@@ -317,7 +317,9 @@ func TestNearestAnchorSplitsSharedIDs(t *testing.T) {
 // TestNoTimeLinkWhenModelRequestsCarryIDs: once the agent stamps its model
 // requests, an unstamped connection during one is not hidden under it.
 func TestNoTimeLinkWhenModelRequestsCarryIDs(t *testing.T) {
-	at := func(ms int) time.Time { return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond) }
+	at := func(ms int) time.Time {
+		return time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC).Add(time.Duration(ms) * time.Millisecond)
+	}
 	ev := []Event{
 		{Time: at(1000), DurationMS: 500, Kind: KindModelRequest, CorrelationID: "m1"},
 		{Time: at(700), Kind: KindEgress, Decision: "allow", CorrelationID: "m1"},
