@@ -9,8 +9,15 @@ import (
 )
 
 // serveConnect handles CONNECT host:port: check, dial the checked address,
-// then hijack the client connection and relay bytes both ways.
-func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, d *Decision) {
+// then hijack the client connection and relay bytes both ways. done is
+// called once the request is over: now, or when the tunnel ends.
+func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, d *Decision, done func()) {
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			done()
+		}
+	}()
 	if r.URL.User != nil {
 		g.refuse(w, d, deny(http.StatusForbidden, "user information in the CONNECT target is refused"))
 		return
@@ -38,7 +45,7 @@ func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, d *Decisi
 		g.failUpstream(w, d, err)
 		return
 	}
-	g.relay(w, d, up)
+	handedOff = g.relay(w, d, up, done)
 }
 
 // failUpstream answers an allowed request whose upstream failed.
@@ -51,41 +58,51 @@ func (g *Gateway) failUpstream(w http.ResponseWriter, d *Decision, err error) {
 	fmt.Fprintf(w, "mcpsidecar egress gateway: upstream: %v\n", err)
 }
 
-// relay hijacks the client connection, confirms the tunnel and copies
-// bytes until either side is done, the tunnel idles or outlives its limit,
-// or the gateway shuts down. The decision line is written at the end, with
-// the byte counts.
-func (g *Gateway) relay(w http.ResponseWriter, d *Decision, up net.Conn) {
+// relay hijacks the client connection, confirms the tunnel and hands it to
+// a goroutine of its own that copies bytes until either side is done, the
+// tunnel idles or outlives its limit, or the gateway shuts down; the
+// decision line is written then, with the byte counts. The handler returns
+// at once, so an idle tunnel holds neither the handler's stack nor the
+// server's per-connection buffers. It reports whether it handed off (and
+// so will call done).
+func (g *Gateway) relay(w http.ResponseWriter, d *Decision, up net.Conn, done func()) bool {
 	hj, ok := w.(http.Hijacker)
 	if !ok {
 		up.Close()
 		g.failUpstream(w, d, errors.New("connection cannot be hijacked"))
-		return
+		return false
 	}
 	c, brw, err := hj.Hijack()
 	if err != nil {
 		up.Close()
 		d.Error = fmt.Sprintf("hijacking client connection: %v", err)
 		g.record(d)
-		return
+		return false
 	}
+	// Bytes the client sent right behind its CONNECT request.
+	pending, _ := brw.Reader.Peek(brw.Reader.Buffered())
+	pending = append([]byte(nil), pending...)
 	t := newTunnel(underlying(c), up, g.limits.IdleTimeout, d.Time.Add(g.limits.MaxDuration))
 	if !g.track(t) {
 		t.close()
 		d.Error = "gateway shutting down"
 		g.record(d)
-		return
+		return false
 	}
-	defer g.untrack(t)
-	_, err = io.WriteString(t.client, "HTTP/1.1 200 Connection established\r\n\r\n")
-	if err == nil {
-		err = t.run(brw.Reader)
-	}
-	d.BytesUp, d.BytesDown = t.up.Load(), t.down.Load()
-	if err != nil {
-		d.Error = err.Error()
-	}
-	g.record(d)
+	go func() {
+		defer done()
+		defer g.untrack(t)
+		_, err := io.WriteString(t.client, "HTTP/1.1 200 Connection established\r\n\r\n")
+		if err == nil {
+			err = t.run(pending)
+		}
+		d.BytesUp, d.BytesDown = t.up.Load(), t.down.Load()
+		if err != nil {
+			d.Error = err.Error()
+		}
+		g.record(d)
+	}()
+	return true
 }
 
 // track registers an open tunnel so Shutdown can close it; false when the

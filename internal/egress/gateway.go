@@ -174,20 +174,23 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveOrigin(w, r)
 		return
 	}
-	g.wg.Add(1)
-	defer g.wg.Done()
 	d := g.newDecision(r)
+	g.wg.Add(1)
 	select {
 	case g.slots <- struct{}{}:
-		defer func() { <-g.slots }()
 	default:
+		g.wg.Done()
 		g.refuse(w, d, deny(http.StatusServiceUnavailable, "gateway at capacity: %d concurrent tunnels and requests", g.limits.MaxConcurrent))
 		return
 	}
+	// done releases the slot; a tunnel calls it when it ends, which is
+	// after this handler has returned.
+	done := func() { <-g.slots; g.wg.Done() }
 	if r.Method == http.MethodConnect {
-		g.serveConnect(w, r, d)
+		g.serveConnect(w, r, d, done)
 		return
 	}
+	defer done()
 	g.serveForward(w, r, d)
 }
 

@@ -1,7 +1,6 @@
 package egress
 
 import (
-	"bufio"
 	"errors"
 	"io"
 	"net"
@@ -60,12 +59,11 @@ func (t *tunnel) touch() {
 
 // run relays until both directions are done. pending holds bytes the
 // client sent right behind its CONNECT request.
-func (t *tunnel) run(pending *bufio.Reader) error {
+func (t *tunnel) run(pending []byte) error {
 	defer t.close()
 	t.touch()
-	if n := pending.Buffered(); n > 0 {
-		b, _ := pending.Peek(n)
-		m, err := t.upstream.Write(b)
+	if len(pending) > 0 {
+		m, err := t.upstream.Write(pending)
 		t.up.Add(int64(m))
 		if err != nil {
 			return err
