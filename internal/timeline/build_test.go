@@ -134,6 +134,14 @@ func TestBuildDoesNotFollowLinks(t *testing.T) {
 	if diff := cmp.Diff(want, tl.Problems); diff != "" {
 		t.Errorf("problems mismatch (-want +got):\n%s", diff)
 	}
+	wantArtifacts := []Artifact{
+		{Name: FileDecisions, Type: "other"},
+		{Name: FileAudit, Type: "symlink"},
+		{Name: FileRunMetadata, Type: "file", Size: int64(len(minimalMeta))},
+	}
+	if diff := cmp.Diff(wantArtifacts, tl.Artifacts); diff != "" {
+		t.Errorf("artifacts mismatch (-want +got):\n%s", diff)
+	}
 	for _, e := range tl.Events {
 		if e.Name == "LEAKED" {
 			t.Errorf("read through a symbolic link: %+v", e)

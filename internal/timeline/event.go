@@ -123,11 +123,15 @@ type Timeline struct {
 	// directory holds it.
 	Policy *Policy `json:"policy,omitempty"`
 
-	Events   []Event      `json:"events"`
-	Probe    *ProbeReport `json:"probe,omitempty"`
-	Answer   string       `json:"answer,omitempty"`
-	Problems []Problem    `json:"problems"`
-	Sources  []SourceInfo `json:"sources"`
+	Events []Event      `json:"events"`
+	Probe  *ProbeReport `json:"probe,omitempty"`
+	Answer string       `json:"answer,omitempty"`
+	// Stdout and Stderr are the tails of the captured output.
+	Stdout    string       `json:"stdout_tail,omitempty"`
+	Stderr    string       `json:"stderr_tail,omitempty"`
+	Artifacts []Artifact   `json:"artifacts"`
+	Problems  []Problem    `json:"problems"`
+	Sources   []SourceInfo `json:"sources"`
 }
 
 // Policy is the gateway allowlist of a run.

@@ -27,6 +27,7 @@ var (
 
 var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"short": shortID,
+	"size":  fmtBytes,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
 }).Parse(reportTemplate))
 

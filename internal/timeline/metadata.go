@@ -149,6 +149,8 @@ func exitText(code int) string {
 func (b *builder) readExtras() {
 	b.t.Policy = b.readPolicy()
 	b.t.Probe = b.readProbe()
+	b.readOutputs()
+	b.listArtifacts()
 	if data := b.r.read(FileAnswer, false); data != nil {
 		b.t.Answer = truncateUTF8(string(data), maxAnswerBytes)
 	}
