@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
@@ -238,15 +241,62 @@ func (c *Client) ListNetworks(ctx context.Context, labels map[string]string) ([]
 
 // PeakMemory follows the container's stats stream. On cgroup v1 the engine
 // reports max_usage (the kernel's own peak); on v2 only the current usage,
-// so the highest sample is kept.
+// so the highest sample is kept. The engine samples once a second, so a
+// container that lives less than that would show nothing: when the daemon
+// is local, the kernel's own peak counter in the container's cgroup is
+// polled as well.
 func (c *Client) PeakMemory(ctx context.Context, id string) func() uint64 {
 	var peak atomic.Uint64
 	res, err := c.api.ContainerStats(ctx, id, client.ContainerStatsOptions{Stream: true})
-	if err != nil {
-		return peak.Load
+	if err == nil {
+		go followStats(res.Body, &peak)
 	}
-	go followStats(res.Body, &peak)
+	if strings.HasPrefix(c.api.DaemonHost(), "unix://") {
+		go pollCgroupPeak(ctx, id, &peak)
+	}
 	return peak.Load
+}
+
+// cgroupPeakFiles are where the kernel keeps a container's memory peak,
+// for the cgroupfs (v1, v2) and systemd (v2) drivers.
+func cgroupPeakFiles(id string) []string {
+	return []string{
+		"/sys/fs/cgroup/memory/docker/" + id + "/memory.max_usage_in_bytes",
+		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/memory.peak",
+		"/sys/fs/cgroup/docker/" + id + "/memory.peak",
+	}
+}
+
+// pollCgroupPeak reads the peak counter until the cgroup goes away (the
+// container stopped) or ctx ends.
+func pollCgroupPeak(ctx context.Context, id string, peak *atomic.Uint64) {
+	t := time.NewTicker(25 * time.Millisecond)
+	defer t.Stop()
+	seen := false
+	for i := 0; ; i++ {
+		found := false
+		for _, f := range cgroupPeakFiles(id) {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			found = true
+			if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && v > peak.Load() {
+				peak.Store(v)
+			}
+		}
+		seen = seen || found
+		// Stop once the cgroup is gone, or if it never appears (another
+		// layout, or a remote daemon behind a unix socket).
+		if (seen && !found) || (!seen && i > 400) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func followStats(body io.ReadCloser, peak *atomic.Uint64) {
