@@ -247,3 +247,49 @@ func TestShutdownClosesTunnels(t *testing.T) {
 		}
 	}
 }
+
+// TestTunnelMaxDuration: a busy tunnel is still closed at MaxDuration.
+func TestTunnelMaxDuration(t *testing.T) {
+	echo := echoServer(t)
+	h := startGateway(t, testConfig(true, echo), newResolver(map[string]string{"echo.allowed.test": "127.0.0.1"}), true,
+		withLimits(Limits{MaxDuration: 300 * time.Millisecond}))
+	resp, _, c, br := h.connect(fmt.Sprintf("echo.allowed.test:%d", echo))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+				if _, err := io.WriteString(c, "ping"); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	start := time.Now()
+	io.Copy(io.Discard, br)
+	if el := time.Since(start); el > 3*time.Second {
+		t.Errorf("busy tunnel lived %v past a 300ms limit", el)
+	}
+	if d := h.waitDecisions(1)[0]; !strings.Contains(d.Error, "time limit") || d.BytesUp == 0 {
+		t.Errorf("decision %+v", d)
+	}
+}
+
+func TestForwardCountsBody(t *testing.T) {
+	_, port, _ := upstream(t, false)
+	h := startGateway(t, testConfig(true, port), newResolver(map[string]string{"api.allowed.test": "127.0.0.1"}), true)
+	resp, body, _, _ := h.raw(fmt.Sprintf("POST http://api.allowed.test:%d/ HTTP/1.1\r\nHost: api.allowed.test:%d\r\nContent-Length: 11\r\n\r\nhello world", port, port))
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d %q", resp.StatusCode, body)
+	}
+	d := h.waitDecisions(1)[0]
+	if d.BytesUp != 11 || d.BytesDown != int64(len(body)) {
+		t.Errorf("bytes up %d down %d, want 11 and %d", d.BytesUp, d.BytesDown, len(body))
+	}
+}
