@@ -1,8 +1,16 @@
 // Package harden is the only package that installs restrictions on a
 // process: the Landlock filesystem and network rules, the seccomp filter that
-// forbids process spawning, no_new_privs, and the Go runtime limits matched to
-// the container. A role applies its [Policy] before it does any work. It must
-// not import the spec compiler; the spec compiler produces its [Policy].
+// forbids process spawning (and Unix sockets, MPTCP, ptrace, namespaces,
+// mounts, keyrings, io_uring...), no_new_privs, and the Go runtime limits
+// matched to the container. A role applies its [Policy] with [Apply] before
+// it does any work, and writes the [Report] with [WriteReport]. A layer the
+// kernel cannot enforce is an [*UnavailableError] unless the policy accepts
+// it as best effort.
+//
+// It must not import the spec compiler (the spec compiler produces its
+// [Policy]) and reads no environment itself: [PolicyFromEnv] is handed a
+// getenv by the cli. [Try] and [RunChecks] are the self-test's attempts,
+// used by the hidden harden-selftest command and the tests.
 package harden
 
 // Schema is the value of [Policy.Schema] this package understands.

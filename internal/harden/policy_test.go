@@ -160,3 +160,28 @@ func TestUnavailableErrorMessage(t *testing.T) {
 		t.Errorf("got %q, want %q", got, want)
 	}
 }
+
+// FuzzParsePolicy: no input panics, and whatever is accepted validates
+// and survives a round trip.
+func FuzzParsePolicy(f *testing.F) {
+	valid, _ := json.Marshal(validPolicy())
+	f.Add(valid)
+	f.Add([]byte(`{"schema":"mcpsidecar.harden/v1","role":"a","landlock":{"read_only_dirs":["/etc/../x"]}}`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := ParsePolicy(data)
+		if err != nil {
+			return
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatalf("accepted policy does not validate: %v", err)
+		}
+		again, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ParsePolicy(again); err != nil {
+			t.Fatalf("round trip of an accepted policy fails: %v", err)
+		}
+	})
+}
