@@ -62,6 +62,15 @@ var gwCases = []gwCase{
 	{Name: "userinfo", Method: "GET", Target: "http://user@upstream.allowed.test/", Host: "upstream.allowed.test", ours: 403, squid: 200},
 }
 
+// gwHardenPolicy is the gateway's in-container policy as the harness
+// plans it (internal/orchestrate's golden plan), so the gateway is tested
+// under Landlock and its seccomp filter.
+const gwHardenPolicy = `{"schema":"mcpsidecar.harden/v1","role":"gateway","landlock":{"min_abi":4,` +
+	`"read_only_dirs":["/etc","/proc"],"read_only_files":["/dev/random","/dev/urandom"],` +
+	`"read_write_dirs":["/tmp","/sandbox-work","/sandbox-output"],"read_write_files":["/dev/null"],` +
+	`"exec_files":["/mcpsidecar"],"connect_tcp":[53,80,443],"bind_tcp":[3128]},"no_spawn":true,` +
+	`"deny_unix_sockets":true,"best_effort":["landlock-net"],"gomaxprocs":1,"gomemlimit_bytes":201326592}`
+
 type gwResult struct {
 	Name   string `json:"name"`
 	Status int    `json:"status"`
@@ -153,6 +162,9 @@ func gwCheckOurLog(t *testing.T, path string) {
 			denied++
 		}
 	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "harden-report.json")); err != nil {
+		t.Errorf("the gateway wrote no harden report: %v", err)
+	}
 	if allowed != 2 || denied != len(gwCases)-2 {
 		t.Errorf("%d allowed and %d denied lines, want 2 and %d:\n%s", allowed, denied, len(gwCases)-2, b)
 	}
@@ -234,6 +246,7 @@ func gwStartOurs(t *testing.T, name, image, internal, egressNet, out string, cfg
 	}
 	create := append(gwCommon(name), "--user", "65532:65532", "--tmpfs", "/tmp:mode=1777",
 		"-e", "MCPSIDECAR_GATEWAY_POLICY="+string(pol), "-e", "MCPSIDECAR_RUN_ID=e2e",
+		"-e", "MCPSIDECAR_HARDEN_POLICY="+gwHardenPolicy, "--tmpfs", "/sandbox-work:mode=1777",
 		"-v", out+":/sandbox-output", "--entrypoint", "/mcpsidecar", image,
 		"gateway", "--listen", ":3128", "--decision-log", "/sandbox-output/egress-decisions.jsonl")
 	gwStartGateway(t, name, egressNet, internal, "gateway listening", create)
