@@ -14,7 +14,6 @@ import (
 type fakeEngine struct {
 	mu    sync.Mutex
 	calls []string
-	n     int
 
 	images      map[string]bool
 	buildErr    error
