@@ -44,9 +44,9 @@ func TestUpstreamFailures(t *testing.T) {
 		args    map[string]any
 		wantErr string
 	}{
-		{"timeout", learnfake.Options{Delay: 5 * time.Second}, Config{UpstreamTimeout: 200 * time.Millisecond},
+		{"timeout", learnfake.Options{Delay: 10 * time.Second}, Config{UpstreamTimeout: 200 * time.Millisecond},
 			learn.ToolDocsSearch, query, "did not answer within 200ms"},
-		{"huge result", learnfake.Options{HugeResultBytes: 8 << 20}, Config{MaxUpstreamBytes: 1 << 20},
+		{"huge result", learnfake.Options{HugeResultBytes: 4 << 20}, Config{MaxUpstreamBytes: 256 << 10},
 			learn.ToolDocsSearch, query, "calling upstream tool microsoft_docs_search"},
 		{"schema drift", learnfake.Options{Drift: map[string]learn.Tool{learn.ToolCodeSampleSearch: {
 			Properties: map[string]learn.Property{"query": {Type: "string"}, "language": {Type: "array"}}, Required: []string{"query", "language"}}}},
@@ -67,8 +67,9 @@ func TestUpstreamFailures(t *testing.T) {
 			if !isErr || !strings.Contains(got, tc.wantErr) {
 				t.Fatalf("%s = %q (isError %v), want a tool error containing %q", tc.tool, got, isErr, tc.wantErr)
 			}
-			if d := time.Since(start); d > 3*time.Second {
-				t.Errorf("the failing call took %s", d)
+			// The upstream holds the call for 10 s; only the timeout ends it sooner.
+			if d := time.Since(start); tc.name == "timeout" && d > 8*time.Second {
+				t.Errorf("the timed-out call took %s", d)
 			}
 			// The sidecar keeps serving.
 			if got, isErr := callText(t, cs, ToolHTMLElementName, nil); isErr || got != HTMLElementName {
