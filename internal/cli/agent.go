@@ -56,8 +56,11 @@ func runAgent(ctx context.Context, o agentOptions, s Streams, getenv func(string
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	// Hardening (internal/harden, from MCPSIDECAR_HARDEN_POLICY) goes here:
-	// after the configuration is read, before any connection is made.
+	// Hardening: after the configuration is read, before any connection is
+	// made. The agent never runs unhardened: without a policy it refuses.
+	if err := hardenRole("agent", getenv, s.Err, true, agent.DefaultOutputDir); err != nil {
+		return err
+	}
 	if o.check {
 		return agent.RunConnectivityCheck(ctx, cfg, s.Out)
 	}
