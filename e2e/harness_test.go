@@ -395,6 +395,35 @@ func hxImageCount(t *testing.T) int {
 	return len(strings.Fields(string(out)))
 }
 
+func TestHarnessKeepAndJSON(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	c, code := RunCLI(t, id, nil, "doctor", "--allow-old-engine", "--keep", "--json", "--runs-dir", runsDir)
+	if code != 0 {
+		t.Fatalf("doctor --keep exited %d; stderr:\n%s", code, c.Stderr.String())
+	}
+	var sum struct {
+		RunID    string `json:"run_id"`
+		RunDir   string `json:"run_dir"`
+		ExitCode int    `json:"exit_code"`
+	}
+	if err := json.Unmarshal(c.Stdout.Bytes(), &sum); err != nil || sum.RunID == "" || sum.ExitCode != 0 {
+		t.Fatalf("--json summary %q: %v", c.Stdout.String(), err)
+	}
+	cs, ns := Leftovers(t, label)
+	if len(cs) != 3 || len(ns) != 2 {
+		t.Fatalf("--keep kept %d containers and %d networks, want 3 and 2", len(cs), len(ns))
+	}
+	_, after, ok := strings.Cut(c.Stderr.String(), "remove it with:\n")
+	if !ok {
+		t.Fatalf("no removal command printed:\n%s", c.Stderr.String())
+	}
+	removal := strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
+	if out, err := exec.Command("sh", "-c", removal).CombinedOutput(); err != nil {
+		t.Fatalf("the printed command %q failed: %v\n%s", removal, err, out)
+	}
+	RequireNothingLeft(t, label)
+}
+
 // BenchmarkHarnessFigures measures the figures of docs/PERFORMANCE.md
 // ("Issue 6 — harness") in one process, side by side:
 //
@@ -414,7 +443,7 @@ func BenchmarkHarnessFigures(b *testing.B) {
 	runsDir := filepath.Join(b.TempDir(), "runs")
 	for _, method := range []string{"build", "import"} {
 		ms, size := hxColdImage(b, id, method)
-		b.Logf("cold image (%s): %.0f ms, %.1f MB", method, ms, float64(size)/1e6)
+		hxFigure("cold image (%s): %.0f ms, %.1f MB", method, ms, float64(size)/1e6)
 		b.ReportMetric(ms, "cold-"+method+"-ms")
 		b.ReportMetric(float64(size)/1e6, "image-MB")
 	}
@@ -440,16 +469,21 @@ func BenchmarkHarnessFigures(b *testing.B) {
 		floors = append(floors, hxFloor(b, tag, label))
 	}
 	for _, name := range []string{"spec", "preflight", "image", "run-dir", "networks", "gateway", "sidecar", "agent", "wait", "collect", "teardown"} {
-		b.Logf("phase %-9s median %8.1f ms", name, median(phases[name]))
+		hxFigure("phase %-9s median %8.1f ms", name, median(phases[name]))
 	}
 	s, f := median(sandbox), median(floors)
-	b.Logf("warm sandbox up+down (networks..teardown) median %.1f ms; floor median %.1f ms; ratio %.2f", s, f, s/f)
+	hxFigure("warm sandbox up+down (networks..teardown) median %.1f ms; floor median %.1f ms; ratio %.2f", s, f, s/f)
 	b.ReportMetric(s, "sandbox-ms")
 	b.ReportMetric(f, "floor-ms")
 	b.ReportMetric(s/f, "ratio")
 	for role, v := range peaks {
-		b.Logf("peak memory %-8s median %.1f MB (max %.1f MB)", role, median(v), maxOf(v))
+		hxFigure("peak memory %-8s median %.1f MB (max %.1f MB)", role, median(v), maxOf(v))
 	}
+}
+
+// hxFigure prints one figure line on stdout: benchmark logs are truncated.
+func hxFigure(format string, args ...any) {
+	fmt.Printf("figure: "+format+"\n", args...)
 }
 
 // NeedDockerB is NeedDocker for benchmarks.
