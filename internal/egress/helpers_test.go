@@ -88,7 +88,7 @@ func (b *syncBuffer) String() string {
 
 // harness is a live gateway on 127.0.0.1:0.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	g     *Gateway
 	addr  string
 	res   *fakeResolver
@@ -103,7 +103,7 @@ func withLimits(l Limits) harnessOpt { return func(o *Options) { o.Limits = l } 
 
 // startGateway serves cfg. With realDial false, any dial fails the test's
 // expectations by being recorded and refused: no packet leaves.
-func startGateway(t *testing.T, cfg netpolicy.Config, res *fakeResolver, realDial bool, opts ...harnessOpt) *harness {
+func startGateway(t testing.TB, cfg netpolicy.Config, res *fakeResolver, realDial bool, opts ...harnessOpt) *harness {
 	t.Helper()
 	p, err := netpolicy.Compile(cfg)
 	if err != nil {

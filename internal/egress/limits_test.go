@@ -181,7 +181,7 @@ func TestTunnelRelaysAndCounts(t *testing.T) {
 	}
 }
 
-func echoServer(t *testing.T) uint16 {
+func echoServer(t testing.TB) uint16 {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
