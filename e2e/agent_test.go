@@ -46,17 +46,98 @@ const (
 
 func TestAgentOfflineRun(t *testing.T) {
 	agNeedDocker(t)
-	id := agRandHex(6)
-	dir := t.TempDir()
-	bin := agBinary(t, id, dir)
-	ca := agCerts(t, dir)
-	image := agFixtureImage(t, id, dir)
-	key := "sk-e2e-" + agRandHex(16)
-	fx := agStartFixtures(t, id, image, key)
-	w := agWatch(t, id, fx)
+	s := agPrepare(t)
 
-	runsDir := filepath.Join(dir, "runs")
-	specFile := filepath.Join(dir, "sandbox_spec.toml")
+	t.Run("task", func(t *testing.T) {
+		r := s.run(t, "task")
+		if r.err != nil {
+			t.Fatalf("mcpsidecar run: %v\nstdout:\n%s", r.err, r.stdout)
+		}
+		runDir := agOnlyRunDir(t, r.runsDir)
+		agCheckAnswer(t, runDir, r.stdout)
+		search := agCheckAudit(t, runDir)
+		agCheckDecisions(t, runDir, search)
+		agCheckNoSecret(t, runDir, s.key)
+		agCheckNothingLeft(t, r.id)
+		agReportFigures(t, runDir, r.wall, r.w.peak)
+	})
+
+	// A model API that answers 500 once: the agent retries through the
+	// gateway (the same correlation id, twice in the decision log) and the
+	// run succeeds.
+	t.Run("500 then success", func(t *testing.T) {
+		r := s.run(t, "flaky")
+		if r.err != nil {
+			t.Fatalf("mcpsidecar run: %v\nstdout:\n%s", r.err, r.stdout)
+		}
+		runDir := agOnlyRunDir(t, r.runsDir)
+		agCheckAnswer(t, runDir, r.stdout)
+		if !strings.Contains(agRead(t, filepath.Join(runDir, "stderr.txt")), "answered 500; retry 1 of 3") {
+			t.Error("stderr.txt does not show the retry")
+		}
+		first := agTurns(t, runDir)[0].CorrelationID
+		if n := agDecisionsFor(t, runDir, first); n != 2 {
+			t.Errorf("the first model request %s has %d gateway decisions, want 2 (the 500 and the retry)", first, n)
+		}
+		agCheckNoSecret(t, runDir, s.key)
+		agCheckNothingLeft(t, r.id)
+	})
+
+	// A model that calls a tool it was not offered: the agent stops with a
+	// clear error, nothing is saved, the verdict names the failed checks,
+	// and every artifact is still there.
+	t.Run("unknown tool", func(t *testing.T) {
+		r := s.run(t, "unknown-tool")
+		if r.err == nil {
+			t.Fatal("mcpsidecar run succeeded with a model calling an unknown tool")
+		}
+		runDir := agOnlyRunDir(t, r.runsDir)
+		turns := agTurns(t, runDir)
+		if last := turns[len(turns)-1]; last.Kind != "error" || !strings.Contains(last.Error, `unknown tool "run_shell"`) {
+			t.Errorf("last turn %+v, want the unknown-tool error", last)
+		}
+		if b, err := os.ReadFile(filepath.Join(runDir, "answer.txt")); err == nil && len(bytes.TrimSpace(b)) > 0 {
+			t.Errorf("answer.txt holds %q after a failed run", b)
+		}
+		agCheckVerdictFails(t, runDir, "agent exited 0")
+		agCheckNoSecret(t, runDir, s.key)
+		agCheckNothingLeft(t, r.id)
+	})
+}
+
+// agSetup is what the offline runs share: one binary and one CA (so every
+// run after the first reuses the run image), the fixture image, the key.
+type agSetup struct {
+	id, dir, bin, ca, image, key string
+}
+
+func agPrepare(t *testing.T) agSetup {
+	t.Helper()
+	s := agSetup{id: agRandHex(6), dir: t.TempDir(), key: "sk-e2e-" + agRandHex(16)}
+	s.bin = agBinary(t, s.id, s.dir)
+	s.ca = agCerts(t, s.dir)
+	s.image = agFixtureImage(t, s.id, s.dir)
+	t.Cleanup(func() { agRemoveRunImages(s.dir) })
+	return s
+}
+
+// agResult is one `mcpsidecar run`.
+type agResult struct {
+	id, runsDir    string
+	err            error
+	stdout, stderr string
+	wall           time.Duration
+	w              *watcher
+}
+
+// run starts fixtures whose model plays behaviour, then `mcpsidecar run`.
+func (s agSetup) run(t *testing.T, behaviour string) agResult {
+	t.Helper()
+	r := agResult{id: agRandHex(6)}
+	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
+	fx := agStartFixtures(t, r.id, s.image, s.key, behaviour)
+	r.w = agWatch(t, r.id, fx)
+	specFile := filepath.Join(s.dir, "sandbox_spec.toml")
 	agWrite(t, specFile, `schema_version = 1
 capabilities = ["network", "mcp_client", "openai_agents"]
 allowed_domains = ["`+agModelHost+`", "`+agLearnHost+`"]
@@ -66,39 +147,29 @@ allowed_ip_addresses = ["172.16.0.0/12", "192.168.0.0/16"]
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "run", "--spec", specFile, "--runs-dir", runsDir, "--allow-old-engine", "--timeout", "3m")
+	cmd := exec.CommandContext(ctx, s.bin, "run", "--spec", specFile, "--runs-dir", r.runsDir, "--allow-old-engine", "--timeout", "3m")
 	cmd.Env = append(os.Environ(),
-		"OPENAI_API_KEY="+key,
+		"OPENAI_API_KEY="+s.key,
 		"OPENAI_BASE_URL=http://"+agModelHost+"/v1",
-		"MCPSIDECAR_CA_BUNDLE="+ca,
-		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id,
+		"MCPSIDECAR_CA_BUNDLE="+s.ca,
+		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+r.id,
 	)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t.Cleanup(func() { agRemoveRunImage(runsDir) })
-	t.Cleanup(func() { agRemoveLeftovers(id, fx) })
-	start := time.Now()
-	err := cmd.Run()
-	wall := time.Since(start)
-	t.Logf("mcpsidecar run took %s; stderr:\n%s", wall.Round(time.Millisecond), stderr.String())
+	t.Cleanup(func() { agRemoveLeftovers(r.id, fx) })
 	t.Cleanup(func() {
 		if t.Failed() {
-			agDumpRun(t, runsDir)
+			agDumpRun(t, r.runsDir)
 		}
 	})
-	if err != nil {
-		t.Fatalf("mcpsidecar run: %v\nstdout:\n%s", err, stdout.String())
-	}
-	w.stop()
-	w.checkOrder(t)
-
-	runDir := agOnlyRunDir(t, runsDir)
-	agCheckAnswer(t, runDir, stdout.String())
-	search := agCheckAudit(t, runDir)
-	agCheckDecisions(t, runDir, search)
-	agCheckNoSecret(t, runDir, key)
-	agCheckNothingLeft(t, id)
-	agReportFigures(t, runDir, wall, w.peak)
+	start := time.Now()
+	r.err = cmd.Run()
+	r.wall = time.Since(start)
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	t.Logf("mcpsidecar run (%s model) took %s; stderr:\n%s", behaviour, r.wall.Round(time.Millisecond), r.stderr)
+	r.w.stop()
+	r.w.checkOrder(t)
+	return r
 }
 
 // agNeedDocker fails (never skips) when the engine is not reachable.
@@ -193,16 +264,17 @@ func agRemoveLeftovers(id string, fx fixtures) {
 	}
 }
 
-// agRemoveRunImage removes the image the run built (named in its metadata).
-func agRemoveRunImage(runsDir string) {
-	entries, _ := os.ReadDir(runsDir)
-	for _, e := range entries {
+// agRemoveRunImages removes the images the runs under dir built (named in
+// their metadata).
+func agRemoveRunImages(dir string) {
+	entries, _ := filepath.Glob(filepath.Join(dir, "runs-*", "*"))
+	for _, runDir := range entries {
 		var md struct {
 			Image struct {
 				Tag string `json:"tag"`
 			} `json:"image"`
 		}
-		b, err := os.ReadFile(filepath.Join(runsDir, e.Name(), "run-metadata.json"))
+		b, err := os.ReadFile(filepath.Join(runDir, "run-metadata.json"))
 		if err == nil && json.Unmarshal(b, &md) == nil && md.Image.Tag != "" {
 			agDockerErr("rmi", "-f", md.Image.Tag)
 		}
@@ -262,7 +334,7 @@ type fixtures struct {
 
 // agStartFixtures starts both fixtures, hardened, on an internal network
 // of their own (no route out) until they join the run's egress network.
-func agStartFixtures(t *testing.T, id, image, key string) fixtures {
+func agStartFixtures(t *testing.T, id, image, key, behaviour string) fixtures {
 	t.Helper()
 	fx := fixtures{network: "mcpsidecar-e2e-" + id + "-fixtures", model: "mcpsidecar-e2e-" + id + "-model", learn: "mcpsidecar-e2e-" + id + "-learn"}
 	t.Cleanup(func() { agDockerErr("network", "rm", fx.network) })
@@ -274,7 +346,7 @@ func agStartFixtures(t *testing.T, id, image, key string) fixtures {
 		name string
 		args []string
 	}{
-		{fx.model, []string{"model", "--listen", ":80", "--key", key}},
+		{fx.model, []string{"model", "--listen", ":80", "--key", key, "--behaviour", behaviour}},
 		{fx.learn, []string{"learn", "--listen", ":443", "--path", "/api/mcp", "--tls-cert", "/certs/learn.pem", "--tls-key", "/certs/learn-key.pem"}},
 	} {
 		name := c.name
@@ -632,6 +704,68 @@ func agCheckDecisions(t *testing.T, runDir string, search agAudit) {
 	}
 	if models < 3 {
 		t.Errorf("agent-turns.jsonl has %d model requests, want at least 3", models)
+	}
+}
+
+// agTurn is the part of an agent-turns.jsonl line the test reads.
+type agTurn struct {
+	Kind          string  `json:"kind"`
+	CorrelationID string  `json:"correlation_id"`
+	DurationMS    float64 `json:"duration_ms"`
+	Error         string  `json:"error"`
+}
+
+func agTurns(t *testing.T, runDir string) []agTurn {
+	t.Helper()
+	var out []agTurn
+	for _, line := range agLines(t, agFind(t, runDir, "agent-turns.jsonl")) {
+		var tr agTurn
+		if err := json.Unmarshal([]byte(line), &tr); err != nil {
+			t.Fatalf("turn line %q: %v", line, err)
+		}
+		out = append(out, tr)
+	}
+	if len(out) == 0 {
+		t.Fatal("agent-turns.jsonl is empty")
+	}
+	return out
+}
+
+// agDecisionsFor counts the gateway decisions carrying a correlation id.
+func agDecisionsFor(t *testing.T, runDir, id string) int {
+	t.Helper()
+	n := 0
+	for _, line := range agLines(t, filepath.Join(runDir, "egress-decisions.jsonl")) {
+		var d agDecision
+		if json.Unmarshal([]byte(line), &d) == nil && d.CorrelationID == id {
+			n++
+		}
+	}
+	return n
+}
+
+// agCheckVerdictFails: run-metadata.json's verdict is not ok and names the
+// failed check.
+func agCheckVerdictFails(t *testing.T, runDir, check string) {
+	t.Helper()
+	var md struct {
+		Verdict struct {
+			OK     bool `json:"ok"`
+			Checks []struct {
+				Name string `json:"name"`
+				OK   bool   `json:"ok"`
+			} `json:"checks"`
+		} `json:"verdict"`
+	}
+	if err := json.Unmarshal([]byte(agRead(t, filepath.Join(runDir, "run-metadata.json"))), &md); err != nil {
+		t.Fatalf("run-metadata.json: %v", err)
+	}
+	failed := false
+	for _, c := range md.Verdict.Checks {
+		failed = failed || (c.Name == check && !c.OK)
+	}
+	if md.Verdict.OK || !failed {
+		t.Errorf("verdict %+v, want not ok with %q failed", md.Verdict, check)
 	}
 }
 
