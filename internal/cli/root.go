@@ -35,6 +35,8 @@ var subcommands = []func(Streams) *cobra.Command{
 	newGCCmd,
 	newRunsCmd,
 	newSleepCmd,
+	newProbeCmd,
+	newReportCmd,
 }
 
 // newRootCmd builds the command tree.

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/mcpsidecar/mcpsidecar/internal/probe"
+)
+
+// probeOptions are the flags of `mcpsidecar probe`.
+type probeOptions struct {
+	out               string
+	serializeEvidence bool
+	verbose           bool
+	unhardened        bool
+	childSleep        time.Duration
+}
+
+func newProbeCmd(s Streams) *cobra.Command {
+	var o probeOptions
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Run the probe suite inside the sandbox (test-sandbox starts it)",
+		Long: `probe measures the sandbox it runs in and writes report.json, status.ndjson
+(live progress) and done.json into --out. Each probe records what the shell,
+the in-process tool path and alternate bypasses yielded (Allowed, Denied,
+Error, N/A), what the spec expects, and a verdict: pass, violation or
+unsupported.
+
+It refuses to run outside the sandbox (SANDBOX_AGENT_CONTAINER=1 and the
+output directory present), and applies $MCPSIDECAR_HARDEN_POLICY first, as the
+agent does. The spec's expectations come from $` + probe.ContextEnv + ` (JSON;
+empty means the default spec).
+
+--unhardened skips the policy: it measures a container as it is, to show
+that each probe can report a violation.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runProbe(cmd.Context(), o, s, os.Getenv)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.out, "out", agent.DefaultOutputDir, "directory for report.json, status.ndjson and done.json")
+	f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's evidence in report.json (secrets are always redacted)")
+	f.BoolVar(&o.verbose, "verbose", false, "print every probe's outcome and verdict")
+	f.BoolVar(&o.unhardened, "unhardened", false, "do not apply $MCPSIDECAR_HARDEN_POLICY (to show that probes can fail)")
+	f.DurationVar(&o.childSleep, probe.ChildSleepFlag, 0, "sleep and exit: the child the process-control probes start")
+	_ = f.MarkHidden(probe.ChildSleepFlag)
+	return cmd
+}
+
+func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string) string) error {
+	if o.childSleep > 0 {
+		// A child of the suite: it inherits the sandbox's restrictions.
+		select {
+		case <-time.After(o.childSleep):
+		case <-ctx.Done():
+		}
+		return nil
+	}
+	if err := agent.CheckSandbox(getenv, o.out); err != nil {
+		return withHint(ExitUsage, err, "run the probe suite through: mcpsidecar test-sandbox")
+	}
+	pc, err := probe.ParseContext([]byte(getenv(probe.ContextEnv)))
+	if err != nil {
+		return withCode(ExitUsage, err)
+	}
+	if !o.unhardened {
+		if err := hardenRole("probe", getenv, s.Err, true, ""); err != nil {
+			return err
+		}
+	}
+	rep, err := probe.Run(ctx, pc, probe.Options{OutDir: o.out, SerializeEvidence: o.serializeEvidence, Progress: s.Out})
+	if err != nil {
+		return fmt.Errorf("running the probe suite: %w", err)
+	}
+	if o.verbose {
+		if err := rep.WriteTable(s.Out); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintln(s.Out, rep.Summary())
+	}
+	fmt.Fprintf(s.Out, "Sandbox Tester report saved to: %s\n", filepath.Join(o.out, "report.json"))
+	return nil
+}
