@@ -227,7 +227,7 @@ func TestHarnessSIGINT(t *testing.T) {
 	id, runsDir, label := hxSetup(t)
 	c := hxSleeper(t, id, runsDir)
 	c.WaitFor(t, "[agent    ]", 3*time.Minute)
-	time.Sleep(500 * time.Millisecond)
+	hxCheckApplied(t, label)
 	if err := c.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -243,6 +243,65 @@ func TestHarnessSIGINT(t *testing.T) {
 	}
 	for _, name := range []string{"stdout.txt", "stderr.txt", "gateway-logs.json", "mcp-sidecar-logs.json", "timeline.jsonl"} {
 		hxWellFormed(t, filepath.Join(runDir, name))
+	}
+}
+
+// hxCheckApplied inspects the running sandbox: the engine really holds
+// the hardening the plan asked for, each container mounts only its own
+// output directory, and only the gateway may use an upstream resolver.
+func hxCheckApplied(t *testing.T, label string) {
+	t.Helper()
+	cs, _ := Leftovers(t, label)
+	if len(cs) != 3 {
+		t.Fatalf("%d containers running, want 3", len(cs))
+	}
+	out, err := exec.Command("docker", append([]string{"inspect"}, cs...)...).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []struct {
+		Config struct {
+			User   string
+			Labels map[string]string
+		}
+		HostConfig struct {
+			Binds          []string
+			ReadonlyRootfs bool
+			CapDrop        []string
+			CapAdd         []string
+			SecurityOpt    []string
+			Privileged     bool
+			Dns            []string
+			CgroupnsMode   string
+			PidsLimit      *int64
+			Memory         int64
+		}
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range got {
+		role := c.Config.Labels["mcpsidecar.role"]
+		h := c.HostConfig
+		if c.Config.User != "65532:65532" || !h.ReadonlyRootfs || h.Privileged || len(h.CapAdd) != 0 ||
+			strings.Join(h.CapDrop, ",") != "ALL" || h.CgroupnsMode != "private" || h.PidsLimit == nil || h.Memory == 0 {
+			t.Errorf("%s: user %q ro %v priv %v capadd %v capdrop %v cgroupns %q pids %v mem %d", role, c.Config.User,
+				h.ReadonlyRootfs, h.Privileged, h.CapAdd, h.CapDrop, h.CgroupnsMode, h.PidsLimit, h.Memory)
+		}
+		opts := strings.Join(h.SecurityOpt, " ")
+		if !strings.Contains(opts, "no-new-privileges:true") || !strings.Contains(opts, "seccomp=") {
+			t.Errorf("%s: security options %.120s", role, opts)
+		}
+		if len(h.Binds) != 1 || !strings.HasSuffix(h.Binds[0], "/"+role+":/sandbox-output:rw") {
+			t.Errorf("%s: binds %v, want only its own output directory", role, h.Binds)
+		}
+		wantDNS := "0.0.0.0"
+		if role == "gateway" {
+			wantDNS = ""
+		}
+		if strings.Join(h.Dns, ",") != wantDNS {
+			t.Errorf("%s: dns %v, want %q", role, h.Dns, wantDNS)
+		}
 	}
 }
 
