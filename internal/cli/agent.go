@@ -47,18 +47,22 @@ MCPSIDECAR_ENGINE_VERSION (engines before 25 give --internal networks a gateway)
 	return cmd
 }
 
+// agentOutputDir is the container's output mount; tests point it elsewhere.
+var agentOutputDir = agent.DefaultOutputDir
+
 // runAgent guards, configures, then runs the workload or the check.
 func runAgent(ctx context.Context, o agentOptions, s Streams, getenv func(string) string) error {
-	if err := agent.CheckSandbox(getenv, agent.DefaultOutputDir); err != nil {
+	if err := agent.CheckSandbox(getenv, agentOutputDir); err != nil {
 		return withHint(ExitUsage, err, "run the agent through: mcpsidecar run")
 	}
+	o.OutputDir = agentOutputDir
 	cfg, err := agent.LoadConfig(o.Options, getenv)
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
 	// Hardening: after the configuration is read, before any connection is
 	// made. The agent never runs unhardened: without a policy it refuses.
-	if err := hardenRole("agent", getenv, s.Err, true, agent.DefaultOutputDir); err != nil {
+	if err := hardenRole("agent", getenv, s.Err, true, agentOutputDir); err != nil {
 		return err
 	}
 	if o.check {

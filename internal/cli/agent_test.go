@@ -26,6 +26,32 @@ func TestAgentRefusesOutsideSandbox(t *testing.T) {
 	}
 }
 
+// Inside the sandbox, the agent still refuses to run without a hardening
+// policy, and a bad configuration is a usage error naming the variable.
+func TestAgentRefusals(t *testing.T) {
+	tests := []struct {
+		name, baseURL, wantErr string
+	}{
+		{"no harden policy", "", "MCPSIDECAR_HARDEN_POLICY is not set; refusing to run unhardened"},
+		{"bad base URL", "api.openai.com", "OPENAI_BASE_URL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old := agentOutputDir
+			agentOutputDir = t.TempDir()
+			t.Cleanup(func() { agentOutputDir = old })
+			t.Setenv("SANDBOX_AGENT_CONTAINER", "1")
+			t.Setenv("MCPSIDECAR_HARDEN_POLICY", "")
+			t.Setenv("OPENAI_BASE_URL", tt.baseURL)
+			var out, errb bytes.Buffer
+			code := Run(context.Background(), []string{"agent"}, Streams{Out: &out, Err: &errb})
+			if code != ExitUsage || !strings.Contains(errb.String(), tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want %d naming %q", code, errb.String(), ExitUsage, tt.wantErr)
+			}
+		})
+	}
+}
+
 func TestAgentBadFlags(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), []string{"agent", "--max-turns", "many"}, Streams{Out: &out, Err: &errb})
