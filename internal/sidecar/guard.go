@@ -283,7 +283,7 @@ func (w *statusWriter) Flush() {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // pendingCalls tracks, per forwarded HTTP request, how many auditable calls
-// the middleware has still to record.
+// have not reached the audit middleware (which then records them itself).
 type pendingCalls struct {
 	next atomic.Uint64
 	m    sync.Map // token -> *atomic.Int64 (calls not yet recorded)
