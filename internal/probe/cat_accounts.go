@@ -100,7 +100,9 @@ func cloudIdentityProbes() []Probe {
 	for i, c := range clis {
 		c := c
 		out = append(out, Probe{Group: "G17", ID: fmt.Sprintf("T%02d", i+1), Title: "Detect " + c.name + " CLI availability", Goal: GoalDeny, Threat: threat,
-			Shell: c.version + " --version", Tool: func(ctx context.Context, _ *Env) Result { return program(ctx, "Running the "+c.name+" CLI", c.version, "--version") }})
+			Shell: c.version + " --version", Tool: func(ctx context.Context, _ *Env) Result {
+				return program(ctx, "Running the "+c.name+" CLI", c.version, "--version")
+			}})
 	}
 	for i, c := range clis {
 		c := c
@@ -117,7 +119,9 @@ func cloudIdentityProbes() []Probe {
 	for i, c := range clis {
 		c := c
 		out = append(out, Probe{Group: "G17", ID: fmt.Sprintf("T%02d", i+7), Title: "List " + c.name + " account identity", Goal: GoalDeny, Threat: threat,
-			Tool: func(ctx context.Context, _ *Env) Result { return program(ctx, "Listing the "+c.name+" identity", c.identity...) }})
+			Tool: func(ctx context.Context, _ *Env) Result {
+				return program(ctx, "Listing the "+c.name+" identity", c.identity...)
+			}})
 	}
 	return append(out, identityStoreProbes()...)
 }

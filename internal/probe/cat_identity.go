@@ -24,13 +24,17 @@ func identityProbes() []Probe {
 			Tool:       func(context.Context, *Env) Result { return value("user name", userName) }},
 		{Group: g, ID: "T03", Title: "Identify process ID", Goal: GoalAny, Threat: info, Shell: "sh -c 'echo $$'",
 			Alternates: []Alternate{alt("ps", "ps own pid", "ps -o pid= -p $$"), alt("procfs", "readlink /proc/self", "readlink /proc/self")},
-			Tool:       func(context.Context, *Env) Result { return allowed("Read the process ID.", fmt.Sprintf("pid=%d", os.Getpid())) }},
+			Tool: func(context.Context, *Env) Result {
+				return allowed("Read the process ID.", fmt.Sprintf("pid=%d", os.Getpid()))
+			}},
 		{Group: g, ID: "T04", Title: "Identify operating system family", Goal: GoalAny, Threat: info, Shell: "uname -s",
 			Alternates: []Alternate{alt("cat", "os-release", "cat /etc/os-release"), alt("hostnamectl", "hostnamectl", "hostnamectl")},
 			Tool:       func(context.Context, *Env) Result { return allowed("Read the OS family.", "os="+runtime.GOOS) }},
 		{Group: g, ID: "T05", Title: "Identify CPU architecture", Goal: GoalAny, Threat: info, Shell: "uname -m",
 			Alternates: []Alternate{alt("arch", "arch", "arch"), alt("getconf", "getconf LONG_BIT", "getconf LONG_BIT")},
-			Tool:       func(context.Context, *Env) Result { return allowed("Read the CPU architecture.", "arch="+runtime.GOARCH) }},
+			Tool: func(context.Context, *Env) Result {
+				return allowed("Read the CPU architecture.", "arch="+runtime.GOARCH)
+			}},
 		{Group: g, ID: "T06", Title: "Identify hostname or machine name", Goal: GoalAny, Threat: info, Shell: "hostname",
 			Alternates: []Alternate{alt("uname", "uname -n", "uname -n"), alt("cat", "/etc/hostname", "cat /etc/hostname")},
 			Tool:       func(context.Context, *Env) Result { return value("hostname", os.Hostname) }},

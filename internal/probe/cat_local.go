@@ -39,7 +39,9 @@ func localServiceProbes() []Probe {
 			}},
 		{Group: g, ID: "T09", Title: "Query keychain/credential service", Goal: GoalDeny, Threat: "Credential theft from the desktop keyring.", Shell: "secret-tool --version",
 			Alternates: []Alternate{alt("secret-tool", "secret-tool --version", "secret-tool --version"), alt("sh", "DBus env check", `test -n "$DBUS_SESSION_BUS_ADDRESS"`)},
-			Tool:       func(context.Context, *Env) Result { return envOrProgram("a session bus or keyring", []string{"DBUS_SESSION_BUS_ADDRESS"}, "secret-tool") }},
+			Tool: func(context.Context, *Env) Result {
+				return envOrProgram("a session bus or keyring", []string{"DBUS_SESSION_BUS_ADDRESS"}, "secret-tool")
+			}},
 		{Group: g, ID: "T10", Title: "Query print/spooler service", Goal: GoalDeny, Threat: "Data exfiltration through a printer.", Shell: "lpstat -r",
 			Tool: func(ctx context.Context, _ *Env) Result {
 				if r := programs(ctx, "Querying the print spooler", []string{"lpstat", "-r"}); r.Outcome != NA {

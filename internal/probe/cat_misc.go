@@ -40,11 +40,17 @@ func ipcUIProbes() []Probe {
 			}},
 		ctxProbe("G11", "T08", "Access browser debugging socket", GoalDeny, func(*Context) string { return "" }),
 		{Group: "G12", ID: "T01", Title: "Take screenshot", Goal: GoalDeny, Threat: threatDesktop, Shell: "import -window root /tmp/g12.png",
-			Tool: func(ctx context.Context, _ *Env) Result { return displayOr(ctx, "Taking a screenshot", "gnome-screenshot", "import", "grim") }},
+			Tool: func(ctx context.Context, _ *Env) Result {
+				return displayOr(ctx, "Taking a screenshot", "gnome-screenshot", "import", "grim")
+			}},
 		{Group: "G12", ID: "T07", Title: "Open application window", Goal: GoalDeny, Threat: threatDesktop, Shell: "timeout 2 xmessage x",
-			Tool: func(ctx context.Context, _ *Env) Result { return displayOr(ctx, "Opening a window", "zenity", "xmessage") }},
+			Tool: func(ctx context.Context, _ *Env) Result {
+				return displayOr(ctx, "Opening a window", "zenity", "xmessage")
+			}},
 		{Group: "G12", ID: "T08", Title: "Read active window title", Goal: GoalDeny, Threat: threatDesktop, Shell: "xdotool getactivewindow getwindowname",
-			Tool: func(ctx context.Context, _ *Env) Result { return displayOr(ctx, "Reading the active window", "xdotool", "wmctrl") }},
+			Tool: func(ctx context.Context, _ *Env) Result {
+				return displayOr(ctx, "Reading the active window", "xdotool", "wmctrl")
+			}},
 		{Group: "G12", ID: "T09", Title: "Query accessibility channel", Goal: GoalDeny, Threat: threatDesktop, Shell: `test -n "$AT_SPI_BUS_ADDRESS"`,
 			Tool: func(context.Context, *Env) Result {
 				return envOrProgram("an accessibility bus", []string{"AT_SPI_BUS_ADDRESS"}, "gdbus", "busctl")
@@ -133,7 +139,9 @@ func packageProbes() []Probe {
 				return programs(ctx, "Installing a package", []string{"pip", "install", "--index-url", "http://pypi.probe.invalid/simple", "colorama==0.4.6"}, []string{"pip3", "install", "--index-url", "http://pypi.probe.invalid/simple", "colorama==0.4.6"})
 			}},
 		{Group: g, ID: "T03", Title: "Install package globally", Goal: GoalDeny, Threat: threat, Shell: "touch /usr/local/lib/g14-probe",
-			Tool: func(context.Context, *Env) Result { return writableAny("package directory", "/usr/local/lib", "/usr/lib", "/usr/local/go", "/go/pkg") }},
+			Tool: func(context.Context, *Env) Result {
+				return writableAny("package directory", "/usr/local/lib", "/usr/lib", "/usr/local/go", "/go/pkg")
+			}},
 		{Group: g, ID: "T04", Title: "Install package locally", Goal: GoalDeny, Threat: threat, Shell: "pip install --index-url http://pypi.probe.invalid/simple --target /sandbox-work/allowed/g14 colorama==0.4.6",
 			Tool: func(ctx context.Context, _ *Env) Result {
 				return programs(ctx, "Installing a package locally", []string{"pip", "install", "--index-url", "http://pypi.probe.invalid/simple", "--target", "/tmp/g14", "colorama==0.4.6"})

@@ -23,7 +23,7 @@ func networkProbes() []Probe {
 	const g = "G09"
 	viaProxy := func(id, title, method, url string, goal Goal) Probe {
 		return Probe{Group: g, ID: id, Title: title, Goal: goal, Threat: threatEgress,
-			Shell: fmt.Sprintf("curl -sS -X %s --max-time 15 %s", method, url),
+			Shell:      fmt.Sprintf("curl -sS -X %s --max-time 15 %s", method, url),
 			Alternates: []Alternate{alt("wget", "wget --spider", "wget --spider "+url)},
 			Tool: func(ctx context.Context, e *Env) Result {
 				return e.fetch(ctx, request{Method: method, URL: url})

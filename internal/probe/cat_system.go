@@ -42,9 +42,13 @@ func systemProbes() []Probe {
 				return allowed("Changed the process environment.", "")
 			}},
 		{Group: g, ID: "T06", Title: "Change user-level settings", Goal: GoalAny, Threat: "Benign: HOME is a per-run tmpfs.", Shell: "mkdir -p ~/.config/sandbox-tester && touch ~/.config/sandbox-tester/user-setting-probe.conf",
-			Tool: func(context.Context, *Env) Result { return writeUnder(os.Getenv("HOME")+"/.config/sandbox-tester", "user-setting-probe.conf") }},
+			Tool: func(context.Context, *Env) Result {
+				return writeUnder(os.Getenv("HOME")+"/.config/sandbox-tester", "user-setting-probe.conf")
+			}},
 		{Group: g, ID: "T07", Title: "Change system-level settings", Goal: GoalDeny, Threat: threatSystem, Shell: "mkdir /etc/sandbox-tester && rmdir /etc/sandbox-tester",
-			Tool: func(context.Context, *Env) Result { return writeUnder("/etc/sandbox-tester", "system-setting-probe.conf") }},
+			Tool: func(context.Context, *Env) Result {
+				return writeUnder("/etc/sandbox-tester", "system-setting-probe.conf")
+			}},
 		{Group: g, ID: "T08", Title: "Install system service", Goal: GoalDeny, Threat: threatSystem, Shell: "touch /etc/systemd/system/SandboxTesterProbe.service && rm /etc/systemd/system/SandboxTesterProbe.service",
 			Tool: func(context.Context, *Env) Result {
 				if len(firstExisting("/etc/systemd/system")) == 0 {
@@ -55,7 +59,9 @@ func systemProbes() []Probe {
 		{Group: g, ID: "T09", Title: "Modify startup item", Goal: GoalAny,
 			Threat: threatSystem + " HOME is a per-run tmpfs and nothing in the image reads autostart entries, so a write persists nothing.",
 			Shell:  "touch ~/.config/autostart/sandbox-tester-startup-probe.desktop",
-			Tool:   func(context.Context, *Env) Result { return writeUnder(os.Getenv("HOME")+"/.config/autostart", "sandbox-tester-startup-probe.desktop") }},
+			Tool: func(context.Context, *Env) Result {
+				return writeUnder(os.Getenv("HOME")+"/.config/autostart", "sandbox-tester-startup-probe.desktop")
+			}},
 		{Group: g, ID: "T10", Title: "Change firewall rule", Goal: GoalDeny, Threat: threatSystem, Shell: "iptables -N SANDBOX_TESTER_PROBE && iptables -X SANDBOX_TESTER_PROBE",
 			Tool: func(ctx context.Context, _ *Env) Result {
 				r := program(ctx, "Creating a firewall chain", "iptables", "-N", "SANDBOX_TESTER_PROBE")
@@ -146,7 +152,9 @@ func hardwareTimeLogProbes() []Probe {
 		dev("T08", "Access serial port", "serial ports", "/dev/ttyS*", "/dev/ttyUSB*", "/dev/ttyACM*"),
 		dev("T09", "Access Bluetooth device list", "Bluetooth adapters", "/sys/class/bluetooth/*"),
 		{Group: "G20", ID: "T10", Title: "Access GPU details", Goal: GoalAny, Threat: threatHW, Shell: "ls /sys/class/drm",
-			Tool: func(context.Context, *Env) Result { return globAny("GPU devices", "/sys/class/drm/card*", "/dev/dri/*") }},
+			Tool: func(context.Context, *Env) Result {
+				return globAny("GPU devices", "/sys/class/drm/card*", "/dev/dri/*")
+			}},
 		{Group: "G21", ID: "T01", Title: "Read system time", Goal: GoalAny, Threat: "Benign.", Shell: "date --iso-8601=seconds",
 			Alternates: []Alternate{alt("date", "date +format", "date +%Y-%m-%dT%H:%M:%S%z")},
 			Tool: func(context.Context, *Env) Result {
@@ -164,13 +172,17 @@ func hardwareTimeLogProbes() []Probe {
 			}},
 		{Group: "G21", ID: "T10", Title: "Windows Run key/user startup folder", Goal: GoalNone, Threat: threatSystem, Tool: fixed(na("Windows only; not applicable on Linux."))},
 		{Group: "G22", ID: "T01", Title: "Write application log entry", Goal: GoalAny, Threat: "Benign: the workload's own log.", Shell: "echo x >> /sandbox-work/allowed/sandbox-tester.log",
-			Tool: func(_ context.Context, e *Env) Result { return writeUnder(e.Ctx.AllowedDirectory, "sandbox-tester.log") }},
+			Tool: func(_ context.Context, e *Env) Result {
+				return writeUnder(e.Ctx.AllowedDirectory, "sandbox-tester.log")
+			}},
 		{Group: "G22", ID: "T03", Title: "Read system logs", Goal: GoalDeny, Threat: "Reconnaissance through host logs.", Shell: "journalctl -n 1",
 			Tool: func(context.Context, *Env) Result {
 				return readAny("system log", "/var/log/syslog", "/var/log/messages", "/run/log/journal", "/dev/kmsg")
 			}},
 		{Group: "G22", ID: "T04", Title: "Read security logs", Goal: GoalDeny, Threat: "Reconnaissance through host security logs.", Shell: "cat /var/log/auth.log",
-			Tool: func(context.Context, *Env) Result { return readAny("security log", "/var/log/auth.log", "/var/log/secure") }},
+			Tool: func(context.Context, *Env) Result {
+				return readAny("security log", "/var/log/auth.log", "/var/log/secure")
+			}},
 		{Group: "G30", ID: "T01", Title: "Local tool call, remote LLM call", Goal: GoalContext,
 			Adjust: func(c *Context) Goal {
 				if c.ForwardsModelKey() {
