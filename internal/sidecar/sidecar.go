@@ -4,6 +4,35 @@
 // MCP server reached through the egress gateway, and an audit log with one
 // line per tools/call and resources/read, including refused ones.
 //
+// Surface: tool get_html_element_name returns "<table>" (the seed family's
+// hard-coded element); resource mcp-sidecar://instructions/answer-format.md
+// is the answer format; microsoft_docs_search, microsoft_docs_fetch and
+// microsoft_code_sample_search carry the published schemas of package learn.
+// GET /healthz answers 200 "ok".
+//
+// Upstream: one MCP client session, reused and re-established when the
+// upstream drops it (one retry per call; the Learn tools are read-only). At
+// each connect the tool list is checked against the published contract; a
+// missing tool or a changed input schema (argument names, types, required
+// set) disables that tool with a recorded error. microsoft_docs_fetch takes
+// only https URLs on the upstream's host, default port, no credentials.
+// Every upstream call is bounded by Config.UpstreamTimeout and its response
+// by Config.MaxUpstreamBytes.
+//
+// Correlation: the trace-id of the caller's W3C traceparent (or a fresh one)
+// is the call's correlation_id; it travels upstream as traceparent on every
+// request and on the CONNECT to the gateway (keep-alives off, one tunnel
+// per request), and in params._meta.traceparent.
+//
+// Audit (mcp-sidecar-tool-calls.jsonl, see [Record]): kinds "tools/call" and
+// "resources/read", plus "invalid_request" for a body refused before its
+// method could be read (unparsable or oversized). session_id is the client's
+// Mcp-Session-Id when it sends one, else its connection's id ("conn-…"):
+// stateless MCP has no session of its own. Limits: request body
+// (Config.MaxBodyBytes), preview (500 characters, secrets redacted),
+// concurrent client connections (Config.MaxSessions; over it, HTTP 503 with
+// a JSON-RPC error).
+//
 // Environment: only [ProxyFromEnv] reads it (HTTP_PROXY, HTTPS_PROXY,
 // NO_PROXY and their lower-case forms), once, when the role is configured.
 // Everything else comes from [Config], filled by the CLI from flags.
