@@ -127,7 +127,7 @@ type agResult struct {
 	err            error
 	stdout, stderr string
 	wall           time.Duration
-	w              *watcher
+	w              *agWatcher
 }
 
 // run starts fixtures whose model plays behaviour, then `mcpsidecar run`.
@@ -250,7 +250,7 @@ func agBinary(t *testing.T, id, dir string) string {
 // the run's networks (the harness cannot remove a network they are on),
 // then the run's containers and networks go. A passing run leaves nothing,
 // which the test checks before this runs.
-func agRemoveLeftovers(id string, fx fixtures) {
+func agRemoveLeftovers(id string, fx agFixtures) {
 	filter := "label=mcpsidecar.e2e=" + id
 	if ids, err := agDockerErr("ps", "-aq", "--filter", filter); err == nil && ids != "" {
 		agDockerErr(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
@@ -327,16 +327,16 @@ func agFixtureImage(t *testing.T, id, dir string) string {
 	return image
 }
 
-// fixtures are the two fixture containers and their own network.
-type fixtures struct {
+// agFixtures are the two fixture containers and their own network.
+type agFixtures struct {
 	network, model, learn string
 }
 
 // agStartFixtures starts both fixtures, hardened, on an internal network
 // of their own (no route out) until they join the run's egress network.
-func agStartFixtures(t *testing.T, id, image, key, behaviour string) fixtures {
+func agStartFixtures(t *testing.T, id, image, key, behaviour string) agFixtures {
 	t.Helper()
-	fx := fixtures{network: "mcpsidecar-e2e-" + id + "-fixtures", model: "mcpsidecar-e2e-" + id + "-model", learn: "mcpsidecar-e2e-" + id + "-learn"}
+	fx := agFixtures{network: "mcpsidecar-e2e-" + id + "-fixtures", model: "mcpsidecar-e2e-" + id + "-model", learn: "mcpsidecar-e2e-" + id + "-learn"}
 	t.Cleanup(func() { agDockerErr("network", "rm", fx.network) })
 	agDocker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", fx.network)
 	common := []string{"run", "-d", "--label", "mcpsidecar.test=1", "--network", fx.network, "--read-only",
@@ -357,13 +357,13 @@ func agStartFixtures(t *testing.T, id, image, key, behaviour string) fixtures {
 	return fx
 }
 
-// watcher follows the engine's events for this test's run: it connects the
+// agWatcher follows the engine's events for this test's run: it connects the
 // fixtures to the run's egress network the moment it exists, holds the
 // gateway paused if it starts before they are connected, and disconnects
 // them when the agent ends, so the harness can remove the network.
-type watcher struct {
+type agWatcher struct {
 	id     string
-	fx     fixtures
+	fx     agFixtures
 	cmd    *exec.Cmd
 	done   chan struct{}
 	ready  chan struct{}
@@ -386,9 +386,9 @@ type agEvent struct {
 	TimeNano int64 `json:"timeNano"`
 }
 
-func agWatch(t *testing.T, id string, fx fixtures) *watcher {
+func agWatch(t *testing.T, id string, fx agFixtures) *agWatcher {
 	t.Helper()
-	w := &watcher{id: id, fx: fx, done: make(chan struct{}), ready: make(chan struct{}), starts: map[string]time.Time{}}
+	w := &agWatcher{id: id, fx: fx, done: make(chan struct{}), ready: make(chan struct{}), starts: map[string]time.Time{}}
 	w.cmd = exec.Command("docker", "events", "--format", "{{json .}}", "--filter", "type=network", "--filter", "type=container")
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
@@ -411,7 +411,7 @@ func agWatch(t *testing.T, id string, fx fixtures) *watcher {
 	return w
 }
 
-func (w *watcher) loop(sc *bufio.Scanner) {
+func (w *agWatcher) loop(sc *bufio.Scanner) {
 	defer close(w.done)
 	joined := make(chan struct{})
 	for sc.Scan() {
@@ -446,12 +446,12 @@ func (w *watcher) loop(sc *bufio.Scanner) {
 }
 
 // ours reads the network's labels (network events carry none).
-func (w *watcher) ours(network string) bool {
+func (w *agWatcher) ours(network string) bool {
 	out, err := agDockerErr("network", "inspect", "--format", `{{index .Labels "mcpsidecar.e2e"}}`, network)
 	return err == nil && out == w.id
 }
 
-func (w *watcher) join(network string) {
+func (w *agWatcher) join(network string) {
 	for _, c := range []struct{ name, alias string }{{w.fx.model, agModelHost}, {w.fx.learn, agLearnHost}} {
 		if _, err := agDockerErr("network", "connect", "--alias", c.alias, network, c.name); err != nil {
 			w.fail(err)
@@ -465,7 +465,7 @@ func (w *watcher) join(network string) {
 // holdUntil pauses the gateway until the fixtures are connected (when they
 // are not yet): a paused gateway cannot pass the harness's readiness check,
 // so nothing asks it for a fixture name too early.
-func (w *watcher) holdUntil(gateway string, joined chan struct{}) {
+func (w *agWatcher) holdUntil(gateway string, joined chan struct{}) {
 	select {
 	case <-joined:
 		return
@@ -489,7 +489,7 @@ func (w *watcher) holdUntil(gateway string, joined chan struct{}) {
 // cgroup (v1: memory.max_usage_in_bytes; v2: memory.peak) until the
 // cgroup goes away. The agent lives well under a second, too short for
 // the engine's stats stream to be sampled reliably.
-func (w *watcher) samplePeak(id string) {
+func (w *agWatcher) samplePeak(id string) {
 	paths := []string{
 		"/sys/fs/cgroup/memory/docker/" + id + "/memory.max_usage_in_bytes",
 		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/memory.peak",
@@ -516,7 +516,7 @@ func (w *watcher) samplePeak(id string) {
 	}
 }
 
-func (w *watcher) leave() {
+func (w *agWatcher) leave() {
 	w.mu.Lock()
 	network := w.egress
 	w.mu.Unlock()
@@ -527,13 +527,13 @@ func (w *watcher) leave() {
 	}
 }
 
-func (w *watcher) fail(err error) {
+func (w *agWatcher) fail(err error) {
 	w.mu.Lock()
 	w.errs = append(w.errs, err)
 	w.mu.Unlock()
 }
 
-func (w *watcher) stop() {
+func (w *agWatcher) stop() {
 	w.once.Do(func() {
 		w.wg.Wait()
 		if w.cmd.Process != nil {
@@ -545,7 +545,7 @@ func (w *watcher) stop() {
 
 // checkOrder: the fixtures joined before the sidecar (the first container
 // to look up a fixture name, through the gateway) started.
-func (w *watcher) checkOrder(t *testing.T) {
+func (w *agWatcher) checkOrder(t *testing.T) {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
