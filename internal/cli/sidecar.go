@@ -2,10 +2,12 @@ package cli
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -103,9 +105,11 @@ func runSidecar(ctx context.Context, s Streams, o sidecarOptions) error {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
 	// Hardening goes here, and only here: the audit log and the listener are
-	// open, nothing has been served yet. The harden engineer wires
-	// harden.Apply (policy from MCPSIDECAR_HARDEN_POLICY) into hardenSidecar.
-	if err := hardenSidecar(); err != nil {
+	// open and the system TLS roots are loaded (Go reads them lazily, which
+	// would need read access to /etc/ssl after Landlock), nothing has been
+	// served yet. Without $MCPSIDECAR_HARDEN_POLICY (host use) it is a no-op.
+	_, _ = x509.SystemCertPool()
+	if err := hardenRole("sidecar", os.Getenv, s.Err, false, auditDir(o.auditLog)); err != nil {
 		_ = ln.Close()
 		_ = cfg.Audit.Close()
 		return err
@@ -114,6 +118,11 @@ func runSidecar(ctx context.Context, s Streams, o sidecarOptions) error {
 	return sc.Serve(ctx, ln)
 }
 
-// hardenSidecar locks the sidecar process down before it serves. It is a
-// no-op until the harden package's API lands.
-var hardenSidecar = func() error { return nil }
+// auditDir is where the harden report goes: next to the audit log, in the
+// sidecar's own output directory ("" skips the report).
+func auditDir(auditLog string) string {
+	if auditLog == "" {
+		return ""
+	}
+	return filepath.Dir(auditLog)
+}
