@@ -83,3 +83,19 @@ func TestSidecarServesAndShutsDown(t *testing.T) {
 		t.Errorf("audit log: %v", err)
 	}
 }
+
+// TestSidecarRefusesBadHardenPolicy: a malformed policy stops the role
+// before it serves (the wiring to hardenRole is in place).
+func TestSidecarRefusesBadHardenPolicy(t *testing.T) {
+	t.Setenv("MCPSIDECAR_HARDEN_POLICY", "{not json")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := ln.Addr().(*net.TCPAddr).Port
+	ln.Close()
+	code, _, stderr := run(t, "sidecar", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--upstream-url", "http://127.0.0.1:1/mcp")
+	if code != ExitUsage || !strings.Contains(stderr, "MCPSIDECAR_HARDEN_POLICY") {
+		t.Fatalf("code %d stderr %q, want %d naming the policy variable", code, stderr, ExitUsage)
+	}
+}
