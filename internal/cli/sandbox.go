@@ -145,7 +145,8 @@ func (j *job) checkEngine(v dockerx.EngineVersion) error {
 	if major >= minEngineMajor {
 		return nil
 	}
-	msg := fmt.Sprintf("Docker Engine %s is older than %d: such engines let containers on --internal networks resolve external names", v.Version, minEngineMajor)
+	msg := fmt.Sprintf("Docker Engine %s is older than %d: such engines let containers on --internal networks resolve external names, "+
+		"and give them a default route (what is sent through it is dropped by Docker's isolation rules)", v.Version, minEngineMajor)
 	if !j.o.allowOldEngine {
 		return withHint(ExitUnavailable, errors.New(msg),
 			"upgrade Docker Engine, or accept the risk with --allow-old-engine ("+envAllowOldEngine+"=1)")
