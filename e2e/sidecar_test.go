@@ -1,0 +1,205 @@
+//go:build docker
+
+package e2e
+
+// The MCP sidecar in a real container, hardened as the harness runs it
+// (FROM scratch, read-only root, all capabilities dropped, no new
+// privileges, unprivileged user, noexec /tmp, only its output directory
+// writable): it serves MCP, records every call, and on `docker stop`
+// (SIGTERM) exits 0 with a complete audit log. The port is published on
+// 127.0.0.1 only; the upstream is a closed loopback port, nothing leaves.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/sidecar"
+)
+
+const scLabel = "mcpsidecar.test=1"
+
+func TestSidecarContainer(t *testing.T) {
+	scNeedDocker(t)
+	id := scRandHex(6)
+	dir := t.TempDir()
+	image := scImage(t, id, dir)
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(out, 0o777); err != nil { // the container's user is 65534
+		t.Fatal(err)
+	}
+	name := "mcpsidecar-e2e-sidecar-" + id
+	t.Cleanup(func() { _, _ = scDockerErr("rm", "-f", name) })
+	scDocker(t, "run", "-d", "--name", name, "--label", scLabel,
+		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65534:65534",
+		"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=16m", "--pids-limit", "128", "--memory", "128m",
+		"-v", out+":/sandbox-output", "-p", "127.0.0.1::8000",
+		image, "sidecar", "--audit-log", "/sandbox-output/"+sidecar.AuditFileName,
+		"--upstream-url", "http://127.0.0.1:1/mcp", "--upstream-timeout", "2s")
+	base := "http://" + scDocker(t, "port", name, "8000/tcp")
+	scWaitHealthy(t, base, name)
+
+	const calls = 20
+	const trace = "abcdefabcdefabcdefabcdefabcdef01"
+	cs := scConnect(t, base, "00-"+trace+"-0123456789abcdef-01")
+	ctx := context.Background()
+	if _, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: sidecar.AnswerFormatURI}); err != nil {
+		t.Fatalf("ReadResource: %v", err)
+	}
+	for range calls {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: sidecar.ToolHTMLElementName})
+		if err != nil || res.IsError {
+			t.Fatalf("CallTool = %+v, %v", res, err)
+		}
+	}
+	// The upstream is closed: a tool error, and the sidecar keeps serving.
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "microsoft_docs_search", Arguments: map[string]any{"query": "x"}})
+	if err != nil || !res.IsError {
+		t.Fatalf("upstream call = %+v, %v; want a tool error", res, err)
+	}
+	_ = cs.Close()
+
+	scDocker(t, "stop", "-t", "20", name) // SIGTERM, graceful shutdown
+	if code := scDocker(t, "inspect", "-f", "{{.State.ExitCode}}", name); code != "0" {
+		logs, _ := scDockerErr("logs", name)
+		t.Fatalf("exit code %s after SIGTERM, want 0; logs:\n%s", code, logs)
+	}
+	recs := scReadAudit(t, filepath.Join(out, sidecar.AuditFileName))
+	if len(recs) != calls+2 {
+		t.Fatalf("audit has %d records, want %d", len(recs), calls+2)
+	}
+	for i, r := range recs {
+		wantOK := i <= calls
+		if r.CorrelationID != trace || r.OK != wantOK {
+			t.Errorf("record %d = %+v, want ok=%v with correlation id %s", i, r, wantOK, trace)
+		}
+	}
+}
+
+func scNeedDocker(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)
+	}
+}
+
+// scImage builds the static binary into a FROM-scratch image, removed at cleanup.
+func scImage(t *testing.T, id, dir string) string {
+	t.Helper()
+	ctxDir := filepath.Join(dir, "image")
+	if err := os.MkdirAll(ctxDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(ctxDir, "mcpsidecar"), "./cmd/mcpsidecar")
+	build.Dir = ".."
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the binary: %v\n%s", err, out)
+	}
+	dockerfile := "FROM scratch\nCOPY mcpsidecar /mcpsidecar\nUSER 65534:65534\nENTRYPOINT [\"/mcpsidecar\"]\n"
+	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	image := "mcpsidecar-e2e-sidecar:" + id
+	t.Cleanup(func() { _, _ = scDockerErr("rmi", "-f", image) })
+	scDocker(t, "build", "-q", "--label", scLabel, "-t", image, ctxDir)
+	return image
+}
+
+func scWaitHealthy(t *testing.T, base, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(base + sidecar.HealthPath)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			logs, _ := scDockerErr("logs", name)
+			t.Fatalf("sidecar container never became ready: %v; logs:\n%s", err, logs)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func scConnect(t *testing.T, base, traceparent string) *mcp.ClientSession {
+	t.Helper()
+	hc := &http.Client{Transport: scHeaderRT{traceparent}}
+	tr := &mcp.StreamableClientTransport{Endpoint: base + sidecar.MCPPath, HTTPClient: hc, DisableStandaloneSSE: true}
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil).Connect(context.Background(), tr, nil)
+	if err != nil {
+		t.Fatalf("connecting to the sidecar container: %v", err)
+	}
+	return cs
+}
+
+type scHeaderRT struct{ traceparent string }
+
+func (h scHeaderRT) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Traceparent", h.traceparent)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func scReadAudit(t *testing.T, path string) []sidecar.Record {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []sidecar.Record
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		var r sidecar.Record
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			t.Fatalf("audit line %d is not JSON: %v: %s", len(out)+1, err, sc.Bytes())
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func scDocker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := scDockerErr(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func scDockerErr(args ...string) (string, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command("docker", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func scRandHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
