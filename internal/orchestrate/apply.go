@@ -270,6 +270,9 @@ func (s *Session) Stop(ctx context.Context) {
 		if c.ExitCode != nil || c.wait == nil {
 			continue
 		}
+		if st, err := s.Engine.InspectContainer(ctx, c.ID); err != nil || !st.Running {
+			continue // never started, or already gone: nothing to wait for
+		}
 		_ = s.Engine.KillContainer(ctx, c.ID, "TERM")
 		select {
 		case r := <-c.wait:
