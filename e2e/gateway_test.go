@@ -108,7 +108,7 @@ func TestGatewayEngines(t *testing.T) {
 			if engine == "ours" {
 				gwCheckOurLog(t, filepath.Join(out, "egress-decisions.jsonl"))
 			} else {
-				gwCheckSquidLog(t, filepath.Join(out, "access.log"))
+				gwCheckSquidLog(t, filepath.Join(out, egress.SquidAccessLogFile))
 			}
 		})
 	}
@@ -260,10 +260,13 @@ func gwStartSquid(t *testing.T, name, image, internal, egressNet, out, dir strin
 	if err := os.WriteFile(conf, []byte(spec.SquidConf(cfg)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	create := append(gwCommon(name), "--tmpfs", "/run:uid=13,gid=13", "--tmpfs", "/tmp:mode=1777",
-		"--tmpfs", "/var/spool/squid:uid=13,gid=13", "-v", out+":/sandbox-output",
-		"-v", conf+":/etc/squid/squid.conf:ro", image)
-	gwStartGateway(t, name, egressNet, internal, "Accepting HTTP Socket connections", create)
+	create := gwCommon(name)
+	for path, opts := range egress.SquidTmpfs {
+		create = append(create, "--tmpfs", path+":"+opts)
+	}
+	create = append(create, "--user", egress.SquidUser, "-v", out+":/sandbox-output",
+		"-v", conf+":"+egress.SquidConfPath+":ro", image)
+	gwStartGateway(t, name, egressNet, internal, egress.SquidReadyLine, create)
 }
 
 // gwProbe runs the client container and returns its results by case name.
