@@ -1,0 +1,422 @@
+//go:build docker
+
+package e2e
+
+// The Docker side of the offline agent runs (agent_test.go): the docker
+// CLI, the stamped binary, the test CA, the fixture image and containers,
+// and the event watcher that wires the fixtures into each run.
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// agNeedDocker fails (never skips) when the engine is not reachable.
+func agNeedDocker(t *testing.T) {
+	t.Helper()
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)
+	}
+}
+
+// agDocker runs the docker CLI and returns its trimmed stdout.
+func agDocker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := agDockerErr(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func agDockerErr(args ...string) (string, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command("docker", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
+func agRandHex(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func agWrite(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agRepoRoot is the module root, from this file's location.
+func agRepoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("locating the repository")
+	}
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// agBuild builds a static binary of pkg to out.
+func agBuild(t *testing.T, pkg, out string, ldflags ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w "+strings.Join(ldflags, " "), "-o", out, pkg)
+	cmd.Dir = agRepoRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// agBinary builds a binary of its own, stamped with the test's id, rather
+// than $MCPSIDECAR_BIN: the image tag hashes the binary but not the CA
+// bundle, so the run's image, which trusts only this test's CA, must not
+// share a tag with any other run's image. The image is removed afterwards.
+func agBinary(t *testing.T, id, dir string) string {
+	t.Helper()
+	return agBuild(t, "./cmd/mcpsidecar", filepath.Join(dir, "mcpsidecar"),
+		"-X", "github.com/mcpsidecar/mcpsidecar/internal/version.Version=e2e-agent-"+id)
+}
+
+// agRemoveLeftovers frees what a failed run may leave: the fixtures leave
+// the run's networks (the harness cannot remove a network they are on),
+// then the run's containers and networks go. A passing run leaves nothing,
+// which the test checks before this runs.
+func agRemoveLeftovers(id string, fx agFixtures) {
+	filter := "label=mcpsidecar.e2e=" + id
+	if ids, err := agDockerErr("ps", "-aq", "--filter", filter); err == nil && ids != "" {
+		agDockerErr(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+	}
+	nets, _ := agDockerErr("network", "ls", "-q", "--filter", filter)
+	for _, n := range strings.Fields(nets) {
+		for _, c := range []string{fx.model, fx.learn} {
+			agDockerErr("network", "disconnect", "--force", n, c)
+		}
+		agDockerErr("network", "rm", n)
+	}
+}
+
+// agRemoveRunImages removes the images the runs under dir built (named in
+// their metadata).
+func agRemoveRunImages(dir string) {
+	entries, _ := filepath.Glob(filepath.Join(dir, "runs-*", "*"))
+	for _, runDir := range entries {
+		var md struct {
+			Image struct {
+				Tag string `json:"tag"`
+			} `json:"image"`
+		}
+		b, err := os.ReadFile(filepath.Join(runDir, "run-metadata.json"))
+		if err == nil && json.Unmarshal(b, &md) == nil && md.Image.Tag != "" {
+			agDockerErr("rmi", "-f", md.Image.Tag)
+		}
+	}
+}
+
+// agCerts writes a test CA (ca.pem, returned) and a certificate for the
+// fake Learn host signed by it (certs/learn.pem, certs/learn-key.pem).
+func agCerts(t *testing.T, dir string) string {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "mcpsidecar e2e test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	leafTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: agLearnHost}, DNSNames: []string{agLearnHost},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, _ := x509.MarshalECPrivateKey(leafKey)
+	os.MkdirAll(filepath.Join(dir, "certs"), 0o755)
+	ca := filepath.Join(dir, "ca.pem")
+	agWrite(t, ca, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})))
+	agWrite(t, filepath.Join(dir, "certs", "learn.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER})))
+	agWrite(t, filepath.Join(dir, "certs", "learn-key.pem"), string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})))
+	return ca
+}
+
+// agFixtureImage builds the FROM-scratch fixture image (binary + certs).
+func agFixtureImage(t *testing.T, id, dir string) string {
+	t.Helper()
+	image := "mcpsidecar-e2e-fixture:" + id
+	t.Cleanup(func() { agDockerErr("rmi", "-f", image) })
+	agBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
+	agWrite(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY fixture /fixture\nCOPY certs /certs\nENTRYPOINT [\"/fixture\"]\n")
+	agWrite(t, filepath.Join(dir, ".dockerignore"), "*\n!fixture\n!certs\n")
+	agDocker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, dir)
+	return image
+}
+
+// agFixtures are the two fixture containers and their own network.
+type agFixtures struct {
+	network, model, learn string
+}
+
+// agStartFixtures starts both fixtures, hardened, on an internal network
+// of their own (no route out) until they join the run's egress network.
+func agStartFixtures(t *testing.T, id, image, key, behaviour string) agFixtures {
+	t.Helper()
+	fx := agFixtures{network: "mcpsidecar-e2e-" + id + "-fixtures", model: "mcpsidecar-e2e-" + id + "-model", learn: "mcpsidecar-e2e-" + id + "-learn"}
+	t.Cleanup(func() { agDockerErr("network", "rm", fx.network) })
+	agDocker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", fx.network)
+	common := []string{"run", "-d", "--label", "mcpsidecar.test=1", "--network", fx.network, "--read-only",
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532",
+		"--sysctl", "net.ipv4.ip_unprivileged_port_start=0", "--memory", "128m", "--pids-limit", "64"}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{fx.model, []string{"model", "--listen", ":80", "--key", key, "--behaviour", behaviour}},
+		{fx.learn, []string{"learn", "--listen", ":443", "--path", "/api/mcp", "--tls-cert", "/certs/learn.pem", "--tls-key", "/certs/learn-key.pem"}},
+	} {
+		name := c.name
+		t.Cleanup(func() { agDockerErr("rm", "-f", name) })
+		args := append(append(append([]string{}, common...), "--name", name, image), c.args...)
+		agDocker(t, args...)
+	}
+	return fx
+}
+
+// agWatcher follows the engine's events for this test's run: it connects the
+// fixtures to the run's egress network the moment it exists, holds the
+// gateway paused if it starts before they are connected, and disconnects
+// them when the agent ends, so the harness can remove the network.
+type agWatcher struct {
+	id     string
+	fx     agFixtures
+	cmd    *exec.Cmd
+	done   chan struct{}
+	ready  chan struct{}
+	mu     sync.Mutex
+	egress string
+	joined time.Time // when both fixtures were connected
+	starts map[string]time.Time
+	peak   int64 // the agent container's peak memory, from its cgroup
+	errs   []error
+	wg     sync.WaitGroup
+	once   sync.Once
+}
+
+type agEvent struct {
+	Type, Action string
+	Actor        struct {
+		ID         string
+		Attributes map[string]string
+	}
+	TimeNano int64 `json:"timeNano"`
+}
+
+func agWatch(t *testing.T, id string, fx agFixtures) *agWatcher {
+	t.Helper()
+	w := &agWatcher{id: id, fx: fx, done: make(chan struct{}), ready: make(chan struct{}), starts: map[string]time.Time{}}
+	w.cmd = exec.Command("docker", "events", "--format", "{{json .}}", "--filter", "type=network", "--filter", "type=container")
+	out, err := w.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.stop)
+	if err := w.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go w.loop(bufio.NewScanner(out))
+	// A network of our own proves the event stream is live before the run.
+	syncNet := "mcpsidecar-e2e-" + id + "-sync"
+	agDocker(t, "network", "create", "--label", "mcpsidecar.test=1", syncNet)
+	agDocker(t, "network", "rm", syncNet)
+	select {
+	case <-w.ready:
+	case <-time.After(30 * time.Second):
+		t.Fatal("docker events did not report the sync network")
+	}
+	return w
+}
+
+func (w *agWatcher) loop(sc *bufio.Scanner) {
+	defer close(w.done)
+	joined := make(chan struct{})
+	for sc.Scan() {
+		var ev agEvent
+		if json.Unmarshal(sc.Bytes(), &ev) != nil {
+			continue
+		}
+		attrs := ev.Actor.Attributes
+		switch {
+		case ev.Type == "network" && ev.Action == "create" && attrs["name"] == "mcpsidecar-e2e-"+w.id+"-sync":
+			close(w.ready)
+		case ev.Type == "network" && ev.Action == "create" && strings.HasSuffix(attrs["name"], "-egress") && w.ours(attrs["name"]):
+			w.wg.Add(1)
+			go func() { defer w.wg.Done(); w.join(attrs["name"]); close(joined) }()
+		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "start":
+			w.mu.Lock()
+			w.starts[attrs["mcpsidecar.role"]] = time.Unix(0, ev.TimeNano)
+			w.mu.Unlock()
+			if attrs["mcpsidecar.role"] == "agent" {
+				w.wg.Add(1)
+				go func() { defer w.wg.Done(); w.samplePeak(ev.Actor.ID) }()
+			}
+			if attrs["mcpsidecar.role"] == "gateway" {
+				w.wg.Add(1)
+				go func() { defer w.wg.Done(); w.holdUntil(ev.Actor.ID, joined) }()
+			}
+		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "die" && attrs["mcpsidecar.role"] == "agent":
+			w.wg.Add(1)
+			go func() { defer w.wg.Done(); w.leave() }()
+		}
+	}
+}
+
+// ours reads the network's labels (network events carry none).
+func (w *agWatcher) ours(network string) bool {
+	out, err := agDockerErr("network", "inspect", "--format", `{{index .Labels "mcpsidecar.e2e"}}`, network)
+	return err == nil && out == w.id
+}
+
+func (w *agWatcher) join(network string) {
+	for _, c := range []struct{ name, alias string }{{w.fx.model, agModelHost}, {w.fx.learn, agLearnHost}} {
+		if _, err := agDockerErr("network", "connect", "--alias", c.alias, network, c.name); err != nil {
+			w.fail(err)
+		}
+	}
+	w.mu.Lock()
+	w.egress, w.joined = network, time.Now()
+	w.mu.Unlock()
+}
+
+// holdUntil pauses the gateway until the fixtures are connected (when they
+// are not yet): a paused gateway cannot pass the harness's readiness check,
+// so nothing asks it for a fixture name too early.
+func (w *agWatcher) holdUntil(gateway string, joined chan struct{}) {
+	select {
+	case <-joined:
+		return
+	default:
+	}
+	if _, err := agDockerErr("pause", gateway); err != nil {
+		w.fail(err)
+		return
+	}
+	select {
+	case <-joined:
+	case <-time.After(time.Minute):
+		w.fail(errors.New("the fixtures did not join the egress network within a minute"))
+	}
+	if _, err := agDockerErr("unpause", gateway); err != nil {
+		w.fail(err)
+	}
+}
+
+// samplePeak follows the agent container's memory high-water mark in its
+// cgroup (v1: memory.max_usage_in_bytes; v2: memory.peak) until the
+// cgroup goes away. The agent lives well under a second, too short for
+// the engine's stats stream to be sampled reliably.
+func (w *agWatcher) samplePeak(id string) {
+	paths := []string{
+		"/sys/fs/cgroup/memory/docker/" + id + "/memory.max_usage_in_bytes",
+		"/sys/fs/cgroup/system.slice/docker-" + id + ".scope/memory.peak",
+	}
+	for misses := 0; misses < 50; {
+		found := false
+		for _, p := range paths {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			var v int64
+			if _, err := fmt.Sscan(string(b), &v); err == nil {
+				found = true
+				w.mu.Lock()
+				w.peak = max(w.peak, v)
+				w.mu.Unlock()
+			}
+		}
+		if !found {
+			misses++
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (w *agWatcher) leave() {
+	w.mu.Lock()
+	network := w.egress
+	w.mu.Unlock()
+	for _, c := range []string{w.fx.model, w.fx.learn} {
+		if _, err := agDockerErr("network", "disconnect", "--force", network, c); err != nil {
+			w.fail(err)
+		}
+	}
+}
+
+func (w *agWatcher) fail(err error) {
+	w.mu.Lock()
+	w.errs = append(w.errs, err)
+	w.mu.Unlock()
+}
+
+func (w *agWatcher) stop() {
+	w.once.Do(func() {
+		w.wg.Wait()
+		if w.cmd.Process != nil {
+			w.cmd.Process.Kill()
+			w.cmd.Wait()
+		}
+	})
+}
+
+// checkOrder: the fixtures joined before the sidecar (the first container
+// to look up a fixture name, through the gateway) started.
+func (w *agWatcher) checkOrder(t *testing.T) {
+	t.Helper()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if err := errors.Join(w.errs...); err != nil {
+		t.Errorf("fixture wiring: %v", err)
+	}
+	side, ok := w.starts["sidecar"]
+	switch {
+	case w.joined.IsZero():
+		t.Error("the fixtures never joined the run's egress network")
+	case !ok:
+		t.Error("no start event for the sidecar")
+	case !w.joined.Before(side):
+		t.Errorf("fixtures joined at %s, after the sidecar started at %s", w.joined, side)
+	}
+}
