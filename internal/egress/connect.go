@@ -28,7 +28,7 @@ func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, d *Decisi
 		g.refuse(w, d, deny(http.StatusBadRequest, "CONNECT target %q is not host:port", truncate(r.URL.Host, 255)))
 		return
 	}
-	d.Port = portNumber(port)
+	d.Host, d.Port = truncate(host, 255), portNumber(port)
 	if dn := checkHostHeader(r, host, port, true); dn != nil {
 		g.refuse(w, d, dn)
 		return

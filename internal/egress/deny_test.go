@@ -178,8 +178,8 @@ func TestIPLiterals(t *testing.T) {
 					// net/http itself refused the request line: still never
 					// resolved nor dialed, but there is no decision to read.
 					t.Logf("refused by the HTTP parser: %q", body)
-				} else {
-					checkDenied(t, h, resp, body, 403, tc.reason)
+				} else if d := checkDenied(t, h, resp, body, 403, tc.reason); d.Host == "" {
+					t.Error("decision does not record the requested host")
 				}
 				if got := res.looked(); len(got) != 0 {
 					t.Errorf("looked up %v for an IP literal", got)
