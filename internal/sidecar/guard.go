@@ -160,11 +160,9 @@ func (s *Sidecar) refuseBody(w http.ResponseWriter, r *http.Request, start time.
 	if errors.As(err, &mbe) {
 		rej = rejection{http.StatusRequestEntityTooLarge, codeInvalidRequest,
 			fmt.Sprintf("request body exceeds %d bytes", mbe.Limit), nil}
-	}
-	s.refuse(w, r, start, nil, rej, partial)
-	if mbe != nil {
 		w.Header().Set("Connection", "close") // the rest of the body is not read
 	}
+	s.refuse(w, r, start, nil, rej, partial)
 }
 
 // refuse answers a JSON-RPC error and records the refused calls. When the
