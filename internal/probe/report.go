@@ -171,7 +171,7 @@ func (r *Report) withoutEvidence() *Report {
 			c := &g.Capabilities[ci]
 			c.Shell.Evidence = removed
 			c.Tool.Evidence = removed
-			c.Alternates.Attempts = append([]Attempt(nil), c.Alternates.Attempts...)
+			c.Alternates.Attempts = append(make([]Attempt, 0, len(c.Alternates.Attempts)), c.Alternates.Attempts...)
 			for ai := range c.Alternates.Attempts {
 				c.Alternates.Attempts[ai].Evidence = removed
 			}
