@@ -1,0 +1,121 @@
+//go:build docker
+
+package e2e
+
+// The probe suite against a deliberately unhardened container: no seccomp
+// profile, no Landlock policy, Docker's default capabilities, root, the
+// host's Docker socket, and a labelled non-internal bridge network (a
+// default route out). Every hardening probe must report a violation there,
+// so none can pass vacuously. The probes only inspect routes, resolve
+// reserved names and talk to the Docker socket's /_ping: nothing leaves
+// the machine.
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/probe"
+)
+
+// hardeningProbes must each be a violation in an unhardened container.
+var hardeningProbes = []string{
+	// mcpsidecar's design claims.
+	"G40/T01", "G40/T02", "G40/T03", "G40/T04", "G40/T05", "G40/T08", "G40/T09", "G40/T10", "G40/T11",
+	"G40/T13", "G40/T14", "G40/T15", "G40/T16", "G40/T17", "G40/T18",
+	// The seed's catalogue: spawning, code from writable paths, direct
+	// egress by route, raw sockets, privileged binds, DNS exfiltration,
+	// system settings.
+	"G06/T01", "G06/T04", "G06/T11", "G07/T02", "G07/T05", "G07/T06", "G07/T08", "G21/T05",
+	"G09/T07", "G09/T08", "G09/T16", "G09/T17", "G09/T18", "G09/T20", "G09/T22", "G09/T23", "G09/T25",
+	"G19/T07",
+}
+
+func TestProbeUnhardenedContainer(t *testing.T) {
+	NeedDocker(t)
+	id := RandHex(4)
+	label := "mcpsidecar.e2e=probe-" + id
+	CleanupLabelled(t, label)
+	image := "mcpsidecar-probe-e2e:" + id
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+
+	buildProbeImage(t, image, label)
+	network := "mcpsidecar-probe-e2e-" + id
+	probeDocker(t, "network", "create", "--label", TestLabel, "--label", label, network)
+	out := t.TempDir()
+	if err := os.Chmod(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	pctx, _ := json.Marshal(map[string]any{"sidecar_url": "http://mcp-sidecar.invalid:8000/mcp"})
+	probeDocker(t, "run", "--name", "mcpsidecar-probe-e2e-"+id, "--label", TestLabel, "--label", label,
+		"--network", network, "--security-opt", "seccomp=unconfined", "--user", "0:0",
+		"--tmpfs", "/tmp:rw,exec", "--tmpfs", "/sandbox-work:rw,exec",
+		"-v", out+":/sandbox-output", "-v", "/var/run/docker.sock:/var/run/docker.sock",
+		"-e", "SANDBOX_AGENT_CONTAINER=1", "-e", probe.ContextEnv+"="+string(pctx),
+		image, "probe", "--unhardened", "--serialize-evidence")
+
+	rep, err := probe.LoadReport(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"status.ndjson", "done.json"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+	if n := rep.Probes(); n < 240 {
+		t.Errorf("report has %d probes, want the whole catalogue", n)
+	}
+	for _, key := range hardeningProbes {
+		g, p, _ := strings.Cut(key, "/")
+		c := rep.Find(g, p)
+		if c == nil {
+			t.Errorf("%s: missing from the report", key)
+			continue
+		}
+		if c.Verdict != probe.Violation {
+			t.Errorf("%s %q: verdict %s (%s), want violation in an unhardened container", key, c.Title, c.Verdict, c.Tool.Summary)
+		}
+	}
+	// The gateway probes have no gateway here: unsupported, never a pass.
+	for _, key := range []string{"G40/T06", "G40/T07"} {
+		g, p, _ := strings.Cut(key, "/")
+		if c := rep.Find(g, p); c == nil || c.Verdict == probe.Pass {
+			t.Errorf("%s passed without a gateway", key)
+		}
+	}
+	// A scratch image has no shell: the shell path is N/A, itself a finding.
+	if c := rep.Find("G01", "T01"); c == nil || c.Shell.Outcome != probe.NA || !strings.Contains(c.Shell.Summary, "No shell") {
+		t.Errorf("G01/T01 shell path: %+v, want N/A for a missing shell", c)
+	}
+}
+
+// buildProbeImage builds FROM scratch + the static binary under test.
+func buildProbeImage(t *testing.T, image, label string) {
+	t.Helper()
+	dir := t.TempDir()
+	bin, err := os.ReadFile(Binary(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "mcpsidecar"), bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	df := "FROM scratch\nCOPY mcpsidecar /mcpsidecar\nENTRYPOINT [\"/mcpsidecar\"]\n"
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	probeDocker(t, "build", "-q", "--label", TestLabel, "--label", label, "-t", image, dir)
+}
+
+func probeDocker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("docker", args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("docker %s: %v\n%s", strings.Join(args[:2], " "), err, out)
+	}
+	return string(out)
+}
