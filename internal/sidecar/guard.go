@@ -85,7 +85,11 @@ func (s *Sidecar) front(next http.Handler) http.Handler {
 func (s *Sidecar) forward(next http.Handler, w http.ResponseWriter, r *http.Request, ci *connInfo, msgs []rpcMessage, body []byte) {
 	start := time.Now()
 	r.Header.Del(headerAuditToken)
-	r.Header.Set(headerSession, sessionID(r, ci))
+	// The audit session id is the connection's id. Stateless MCP has no
+	// session of its own, and a client-sent Mcp-Session-Id is never issued
+	// or checked here: trusting it would let a client write another
+	// client's session id into the audit log.
+	r.Header.Set(headerSession, ci.id)
 	var token string
 	auditable := countAuditable(msgs)
 	if s.audit != nil && auditable > 0 {
@@ -175,7 +179,7 @@ func (s *Sidecar) refuse(w http.ResponseWriter, r *http.Request, start time.Time
 	writeRPCError(w, rej)
 	if msgs == nil {
 		s.audit.Write(Record{
-			Time: timestamp(start), SessionID: sessionID(r, connFrom(r.Context())), Kind: KindInvalid,
+			Time: timestamp(start), SessionID: connFrom(r.Context()).id, Kind: KindInvalid,
 			Arguments: body[:min(len(body), maxArgumentBytes+1)], Error: rej.msg,
 			DurationMS: millis(time.Since(start)), CorrelationID: correlationOf(r),
 		})
@@ -188,7 +192,7 @@ func (s *Sidecar) recordRefused(r *http.Request, start time.Time, msgs []rpcMess
 	for _, m := range msgs {
 		name, args := nameAndArgs(m)
 		s.audit.Write(Record{
-			Time: timestamp(start), SessionID: sessionID(r, connFrom(r.Context())), Kind: m.Method, Name: name,
+			Time: timestamp(start), SessionID: connFrom(r.Context()).id, Kind: m.Method, Name: name,
 			Arguments: args, Error: rej.msg, DurationMS: millis(time.Since(start)), CorrelationID: correlationOf(r),
 		})
 	}
@@ -328,16 +332,6 @@ func connFrom(ctx context.Context) *connInfo {
 		return ci
 	}
 	return &connInfo{admitted: true}
-}
-
-// sessionID is the audit session id: the client's Mcp-Session-Id when it
-// sends one, else the id of its connection. Stateless MCP has no session of
-// its own, and a client's connection is the closest stable identity.
-func sessionID(r *http.Request, ci *connInfo) string {
-	if id := r.Header.Get("Mcp-Session-Id"); id != "" {
-		return id
-	}
-	return ci.id
 }
 
 // connContext admits a new connection under the session limit.

@@ -105,3 +105,20 @@ func TestServeHTTP(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionIDNotSpoofable: a client cannot choose the audit session id.
+func TestSessionIDNotSpoofable(t *testing.T) {
+	ts := startSidecar(t, Config{UpstreamURL: "http://127.0.0.1:1/mcp"})
+	status, body := postRaw(t, ts.URL, call(1, `{"name":"get_html_element_name"}`),
+		map[string]string{"Mcp-Session-Id": "victim", headerSession: "victim"})
+	if status != http.StatusOK {
+		t.Fatalf("status %d: %s", status, body)
+	}
+	if err := ts.stop(); err != nil {
+		t.Fatal(err)
+	}
+	recs := readAudit(t, ts.AuditPath)
+	if len(recs) != 1 || !strings.HasPrefix(recs[0].SessionID, "conn-") {
+		t.Fatalf("audit = %+v, want one record with the connection's session id", recs)
+	}
+}

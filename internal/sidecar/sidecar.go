@@ -26,9 +26,9 @@
 //
 // Audit (mcp-sidecar-tool-calls.jsonl, see [Record]): kinds "tools/call" and
 // "resources/read", plus "invalid_request" for a body refused before its
-// method could be read (unparsable or oversized). session_id is the client's
-// Mcp-Session-Id when it sends one, else its connection's id ("conn-…"):
-// stateless MCP has no session of its own. Limits: request body
+// method could be read (unparsable or oversized). session_id is the id of
+// the client's connection ("conn-…"): stateless MCP has no session of its
+// own, and a client-chosen Mcp-Session-Id is not trusted. Limits: request body
 // (Config.MaxBodyBytes), preview (500 characters, secrets redacted),
 // concurrent client connections (Config.MaxSessions; over it, HTTP 503 with
 // a JSON-RPC error).
