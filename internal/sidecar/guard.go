@@ -67,10 +67,7 @@ func (s *Sidecar) front(next http.Handler) http.Handler {
 			s.refuse(w, r, start, nil, rejection{http.StatusBadRequest, codeParseError, "parse error: " + perr.Error(), nil}, body)
 			return
 		}
-		ci := connFrom(r.Context())
-		if ci.id == "" { // served by another http.Server (tests, embedding)
-			ci = &connInfo{id: "remote-" + r.RemoteAddr, admitted: ci.admitted}
-		}
+		ci := connOf(r)
 		if !ci.admitted {
 			w.Header().Set("Connection", "close") // free the slot for an admitted client
 			s.refuse(w, r, start, msgs, rejection{http.StatusServiceUnavailable, codeServerBusy,
@@ -182,7 +179,7 @@ func (s *Sidecar) refuse(w http.ResponseWriter, r *http.Request, start time.Time
 	writeRPCError(w, rej)
 	if msgs == nil {
 		s.audit.Write(Record{
-			Time: timestamp(start), SessionID: connFrom(r.Context()).id, Kind: KindInvalid,
+			Time: timestamp(start), SessionID: connOf(r).id, Kind: KindInvalid,
 			Arguments: body[:min(len(body), maxArgumentBytes+1)], Error: rej.msg,
 			DurationMS: millis(time.Since(start)), CorrelationID: correlationOf(r),
 		})
@@ -195,7 +192,7 @@ func (s *Sidecar) recordRefused(r *http.Request, start time.Time, msgs []rpcMess
 	for _, m := range msgs {
 		name, args := nameAndArgs(m)
 		s.audit.Write(Record{
-			Time: timestamp(start), SessionID: connFrom(r.Context()).id, Kind: m.Method, Name: name,
+			Time: timestamp(start), SessionID: connOf(r).id, Kind: m.Method, Name: name,
 			Arguments: args, Error: rej.msg, DurationMS: millis(time.Since(start)), CorrelationID: correlationOf(r),
 		})
 	}
@@ -335,6 +332,16 @@ func connFrom(ctx context.Context) *connInfo {
 		return ci
 	}
 	return &connInfo{admitted: true}
+}
+
+// connOf is the request's connection; served by another http.Server
+// (tests, embedding) it is named after the remote address.
+func connOf(r *http.Request) *connInfo {
+	ci := connFrom(r.Context())
+	if ci.id == "" {
+		return &connInfo{id: "remote-" + r.RemoteAddr, admitted: ci.admitted}
+	}
+	return ci
 }
 
 // connContext admits a new connection under the session limit.
