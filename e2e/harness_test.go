@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"syscall"
@@ -141,9 +142,38 @@ func TestHarnessDoctor(t *testing.T) {
 			t.Errorf("no progress line for phase %s on stderr", line)
 		}
 	}
-	if !strings.Contains(c.Stdout.String(), "gateway refuses .invalid") {
-		t.Errorf("doctor did not print the check table; stdout:\n%s", c.Stdout.String())
+	for _, row := range []string{"sidecar tools", "answer format", "gateway refuses .invalid", "no route out"} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(row) + `\s+ok\s`).MatchString(c.Stdout.String()) {
+			t.Errorf("check %q did not pass; stdout:\n%s", row, c.Stdout.String())
+		}
 	}
+	if strings.Contains(c.Stderr.String(), "keeps the default route") {
+		t.Errorf("a container kept its default route:\n%s", c.Stderr.String())
+	}
+}
+
+func TestHarnessTestSandbox(t *testing.T) {
+	id, runsDir, label := hxSetup(t)
+	c, code := RunCLI(t, id, nil, "test-sandbox", "--allow-old-engine", "--runs-dir", runsDir)
+	runDir := hxOnlyRun(t, runsDir)
+	if code != 0 {
+		t.Errorf("test-sandbox exited %d (4: a violation); stderr tail:\n%s", code, hxTail(c.Stderr.String(), 2000))
+	}
+	RequireNothingLeft(t, label)
+	for _, name := range []string{"report.json", "status.ndjson", "done.json", "config.json", "run-metadata.json"} {
+		hxWellFormed(t, filepath.Join(runDir, name))
+	}
+	m := hxReadMeta(t, runDir)
+	if m.Command != "test-sandbox" || !m.Verdict.OK || m.ExitCode != code {
+		t.Errorf("metadata: command %q verdict %v exit %d (process %d)", m.Command, m.Verdict.OK, m.ExitCode, code)
+	}
+}
+
+func hxTail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
 
 // hxWellFormed checks that an artifact exists, is a regular file, and

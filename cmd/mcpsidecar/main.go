@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/cli"
 )
@@ -16,7 +17,14 @@ import (
 // exitForced is the status of a second, forcing signal (128+SIGINT).
 const exitForced = 130
 
+// holdTimeout bounds how long a held role waits for the harness.
+const holdTimeout = 2 * time.Minute
+
 func main() {
+	if err := hold(os.Getenv("MCPSIDECAR_HOLD_FILE")); err != nil {
+		fmt.Fprintln(os.Stderr, "mcpsidecar:", err)
+		os.Exit(1)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
@@ -33,4 +41,24 @@ func main() {
 	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	cancel()
 	os.Exit(code)
+}
+
+// hold waits, before any work, until the harness creates file: it first
+// prepares the container's network namespace (internal/orchestrate,
+// Step.Hold). Nothing of the role has run yet, so nothing can race it.
+func hold(file string) error {
+	if file == "" {
+		return nil
+	}
+	deadline := time.Now().Add(holdTimeout)
+	for {
+		if _, err := os.Lstat(file); err == nil {
+			_ = os.Remove(file)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not released by the harness within %s (waiting for %s)", holdTimeout, file)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -151,7 +151,8 @@ func (j *job) checkEngine(v dockerx.EngineVersion) error {
 		return withHint(ExitUnavailable, errors.New(msg),
 			"upgrade Docker Engine, or accept the risk with --allow-old-engine ("+envAllowOldEngine+"=1)")
 	}
-	d := msg + "; accepted by --allow-old-engine (internal containers get an unroutable upstream DNS server instead)"
+	d := msg + "; accepted by --allow-old-engine: internal containers get an unroutable upstream DNS server, " +
+		"and are held at start until the harness has removed their default route"
 	j.meta.Degradations = append(j.meta.Degradations, d)
 	fmt.Fprintf(j.s.Err, "warning: %s\n", d)
 	return nil

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
@@ -45,6 +46,22 @@ func (j *job) makeRunDir(context.Context) error {
 		}
 	}
 	j.sess = orchestrate.NewSession(j.engine, plan)
+	j.sess.Prepare = j.dropDefaultRoute
+	j.sess.Release = func(st orchestrate.Step) error {
+		return j.dir.Write(filepath.Join(st.Role, orchestrate.HoldFile), nil)
+	}
+	return nil
+}
+
+// dropDefaultRoute removes the default route an old engine gives a
+// container on an internal network. When the host cannot (not root), the
+// run goes on with the route, recorded as a degradation.
+func (j *job) dropDefaultRoute(_ context.Context, role string, pid int) error {
+	if err := dockerx.DropDefaultRoutes(pid); err != nil {
+		d := fmt.Sprintf("%s keeps the default route of its internal network: %v", role, err)
+		j.meta.Degradations = append(j.meta.Degradations, d)
+		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
+	}
 	return nil
 }
 
@@ -113,6 +130,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
+		HoldInternal: j.oldEngine(),
 	}, nil
 }
 

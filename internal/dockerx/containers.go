@@ -144,7 +144,7 @@ func (c *Client) InspectContainer(ctx context.Context, id string) (ContainerStat
 	}
 	st := ContainerState{IPs: map[string]string{}}
 	if s := res.Container.State; s != nil {
-		st.Running, st.ExitCode, st.OOMKilled = s.Running, s.ExitCode, s.OOMKilled
+		st.Running, st.ExitCode, st.OOMKilled, st.Pid = s.Running, s.ExitCode, s.OOMKilled, s.Pid
 	}
 	if ns := res.Container.NetworkSettings; ns != nil {
 		for name, ep := range ns.Networks {

@@ -102,6 +102,7 @@ type Resource struct {
 // ContainerState is what the harness needs to know about a container.
 type ContainerState struct {
 	Running   bool
+	Pid       int // of the container's init on the host; 0 when not running
 	ExitCode  int
 	OOMKilled bool
 	// IPs maps network name to the container's IPv4 address on it.

@@ -25,6 +25,12 @@ type Session struct {
 
 	Networks   []CreatedNetwork
 	Containers []*Container
+
+	// Prepare and Release serve held steps (Step.Hold): once the
+	// container runs, Prepare gets its init's host pid (to adjust its
+	// network namespace), then Release lets the role proceed.
+	Prepare func(ctx context.Context, role string, pid int) error
+	Release func(st Step) error
 }
 
 // CreatedNetwork is a network the session created.
@@ -121,6 +127,9 @@ func (s *Session) StartService(ctx context.Context, role string, readyTimeout ti
 	if err := s.Engine.StartContainer(ctx, c.ID); err != nil {
 		return err
 	}
+	if err := s.release(ctx, c); err != nil {
+		return err
+	}
 	if st.Ready == nil {
 		return nil
 	}
@@ -202,7 +211,33 @@ func (s *Session) StartWorkload(ctx context.Context, role string, stdout, stderr
 	if err := s.Engine.StartContainer(ctx, c.ID); err != nil {
 		return nil, err
 	}
+	if err := s.release(ctx, c); err != nil {
+		return nil, err
+	}
 	return &Running{c: c, done: done}, nil
+}
+
+// release prepares a held container and lets it go on.
+func (s *Session) release(ctx context.Context, c *Container) error {
+	if !c.Step.Hold {
+		return nil
+	}
+	state, err := s.Engine.InspectContainer(ctx, c.ID)
+	if err != nil {
+		return err
+	}
+	if !state.Running || state.Pid == 0 {
+		return fmt.Errorf("%s stopped before it was released (exit code %d)", c.Step.Role, state.ExitCode)
+	}
+	if s.Prepare != nil {
+		if err := s.Prepare(ctx, c.Step.Role, state.Pid); err != nil {
+			return err
+		}
+	}
+	if s.Release == nil {
+		return fmt.Errorf("releasing %s: no release function", c.Step.Role)
+	}
+	return s.Release(c.Step)
 }
 
 // Wait waits for the workload to exit. Past timeout it is killed and

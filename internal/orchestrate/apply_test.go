@@ -254,3 +254,46 @@ func TestCheckStatic(t *testing.T) {
 		t.Errorf("a script: got %v", err)
 	}
 }
+
+func TestHeldStepIsPreparedThenReleased(t *testing.T) {
+	tests := []struct {
+		name       string
+		stopped    bool
+		noRelease  bool
+		prepareErr error
+		wantErr    string
+		wantOrder  []string
+	}{
+		{"released", false, false, nil, "", []string{"prepare agent 4242", "release agent"}},
+		{"stopped first", true, false, nil, "agent stopped before it was released", nil},
+		{"prepare fails", false, false, errBoom, "boom", []string{"prepare agent 4242"}},
+		{"no release function", false, true, nil, "no release function", []string{"prepare agent 4242"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake()
+			f.stopped = tt.stopped
+			plan := testPlan(0)
+			plan.Containers[1].Hold = true
+			s := NewSession(f, plan)
+			var order []string
+			s.Prepare = func(_ context.Context, role string, pid int) error {
+				order = append(order, "prepare "+role+" "+strconv.Itoa(pid))
+				return tt.prepareErr
+			}
+			if !tt.noRelease {
+				s.Release = func(st Step) error {
+					order = append(order, "release "+st.Role)
+					return nil
+				}
+			}
+			_, err := s.StartWorkload(context.Background(), RoleAgent, &bytes.Buffer{}, &bytes.Buffer{})
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("got %v, want %q", err, tt.wantErr)
+			}
+			if diff := cmp.Diff(tt.wantOrder, order); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

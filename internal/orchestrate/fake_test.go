@@ -20,6 +20,7 @@ type fakeEngine struct {
 	importErr   error
 	createErr   map[string]error // by container name
 	ip          string
+	stopped     bool           // InspectContainer reports not running
 	exitOnStart map[string]int // containers that exit at once, with this code
 	waits       map[string]chan dockerx.WaitResult
 	removeErr   map[string]error
@@ -123,7 +124,7 @@ func (f *fakeEngine) AttachContainer(_ context.Context, id string, stdout, _ io.
 func (f *fakeEngine) Logs(context.Context, string, io.Writer, io.Writer) error { return nil }
 
 func (f *fakeEngine) InspectContainer(_ context.Context, id string) (dockerx.ContainerState, error) {
-	return dockerx.ContainerState{Running: true, IPs: map[string]string{"internal": f.ip}}, nil
+	return dockerx.ContainerState{Running: !f.stopped, Pid: 4242, IPs: map[string]string{"internal": f.ip}}, nil
 }
 
 func (f *fakeEngine) KillContainer(_ context.Context, id, signal string) error {

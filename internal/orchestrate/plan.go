@@ -29,6 +29,10 @@ type Input struct {
 	ExtraLabels map[string]string
 	// WorkloadArgs are appended to the agent container's command.
 	WorkloadArgs []string
+	// HoldInternal holds every internal-only container at start until the
+	// harness has prepared its network namespace (engines older than 25
+	// give such containers a default route, which the harness removes).
+	HoldInternal bool
 	// Token is appended to the run id in Docker names (see dockerID).
 	Token string
 	// CmdOverride replaces a role's command (tests: a workload that runs
@@ -59,6 +63,9 @@ type Step struct {
 	Ready *Readiness `json:"ready,omitempty"`
 	// Workload marks the container whose exit ends the run.
 	Workload bool `json:"workload,omitempty"`
+	// Hold: the role waits for HoldFile in its output directory; see
+	// Session.Prepare and Session.Release.
+	Hold bool `json:"hold,omitempty"`
 }
 
 // Readiness is an HTTP GET that must answer 200.
@@ -176,10 +183,16 @@ func (in Input) step(role string) (Step, error) {
 		MaskedPaths: c.MaskedPaths, DNS: []string{}, DNSOptions: []string{},
 		StopTimeout: 5 * time.Second,
 	}
+	hold := false
 	if len(c.Networks) > 0 && !contains(c.Networks, spec.NetEgress) {
 		isolateDNS(&cs)
+		hold = in.HoldInternal
 	}
-	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent}
+	if hold {
+		cs.Env = append(cs.Env, dockerx.EnvVar{Name: EnvHoldFile, Value: target + "/" + HoldFile})
+		sort.Slice(cs.Env, func(i, j int) bool { return cs.Env[i].Name < cs.Env[j].Name })
+	}
+	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent, Hold: hold}
 	switch role {
 	case RoleGateway:
 		st.Ready = &Readiness{Network: InternalNetwork(in.dockerID()), Port: spec.GatewayPort, Path: "/healthz"}

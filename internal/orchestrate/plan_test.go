@@ -17,6 +17,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
+func inputOld(t *testing.T, s *spec.Spec, w Workload) Input {
+	in := input(t, s, w)
+	in.HoldInternal = true
+	return in
+}
+
 func input(t *testing.T, s *spec.Spec, w Workload) Input {
 	t.Helper()
 	p, err := spec.Resolve(s)
@@ -78,19 +84,25 @@ func TestPlanGolden(t *testing.T) {
 		name     string
 		spec     *spec.Spec
 		workload Workload
+		old      bool
 	}{
-		{"default", defaultSpec(t), WorkloadAgent},
-		{"no-capabilities", specWith(), WorkloadAgent},
-		{"network", specWith(spec.CapNetwork), WorkloadAgent},
-		{"mcp_client", specWith(spec.CapNetwork, spec.CapMCPClient), WorkloadAgent},
-		{"openai_agents", specWith(spec.CapNetwork, spec.CapOpenAIAgents), WorkloadAgent},
-		{"shell_access", specWith(spec.CapShellAccess), WorkloadAgent},
-		{"doctor", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadCheck},
-		{"test-sandbox", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadProbe},
+		{"default", defaultSpec(t), WorkloadAgent, false},
+		{"no-capabilities", specWith(), WorkloadAgent, false},
+		{"network", specWith(spec.CapNetwork), WorkloadAgent, false},
+		{"mcp_client", specWith(spec.CapNetwork, spec.CapMCPClient), WorkloadAgent, false},
+		{"openai_agents", specWith(spec.CapNetwork, spec.CapOpenAIAgents), WorkloadAgent, false},
+		{"shell_access", specWith(spec.CapShellAccess), WorkloadAgent, false},
+		{"doctor", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadCheck, false},
+		{"test-sandbox", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadProbe, false},
+		{"old-engine", defaultSpec(t), WorkloadAgent, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPlan(input(t, tt.spec, tt.workload))
+			in := input(t, tt.spec, tt.workload)
+			if tt.old {
+				in = inputOld(t, tt.spec, tt.workload)
+			}
+			p, err := NewPlan(in)
 			if err != nil {
 				t.Fatal(err)
 			}
