@@ -143,6 +143,17 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 	}
 	c.IPs = state.IPs
 	ip := state.IPs[c.Step.Ready.Network]
+	if ip == "" && !state.Running {
+		// Exited already: the engine has dropped its addresses.
+		code := state.ExitCode
+		select {
+		case r := <-c.wait:
+			code = r.ExitCode
+		case <-time.After(2 * time.Second):
+		}
+		c.ExitCode = &code
+		return fmt.Errorf("%s exited with code %d before it was ready", c.Step.Role, code)
+	}
 	if ip == "" {
 		return fmt.Errorf("checking %s readiness: no address on network %s", c.Step.Role, c.Step.Ready.Network)
 	}

@@ -89,6 +89,7 @@ func TestStartServiceFailures(t *testing.T) {
 	}{
 		{"exits before ready", http.StatusServiceUnavailable, true, "gateway exited with code 2 before it was ready"},
 		{"never ready", http.StatusServiceUnavailable, false, "gateway not ready after"},
+		{"gone before inspect", http.StatusOK, true, "gateway exited with code 2 before it was ready"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -96,6 +97,7 @@ func TestStartServiceFailures(t *testing.T) {
 			if tt.exit {
 				f.exitOnStart["id-gw"] = 2
 			}
+			f.stopped = tt.name == "gone before inspect"
 			s := NewSession(f, testPlan(healthServer(t, tt.status)))
 			err := s.StartService(context.Background(), RoleGateway, 300*time.Millisecond)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {

@@ -124,7 +124,10 @@ func (f *fakeEngine) AttachContainer(_ context.Context, id string, stdout, _ io.
 func (f *fakeEngine) Logs(context.Context, string, io.Writer, io.Writer) error { return nil }
 
 func (f *fakeEngine) InspectContainer(_ context.Context, id string) (dockerx.ContainerState, error) {
-	return dockerx.ContainerState{Running: !f.stopped, Pid: 4242, IPs: map[string]string{"internal": f.ip}}, nil
+	if f.stopped {
+		return dockerx.ContainerState{ExitCode: 2, IPs: map[string]string{}}, nil
+	}
+	return dockerx.ContainerState{Running: true, Pid: 4242, IPs: map[string]string{"internal": f.ip}}, nil
 }
 
 func (f *fakeEngine) KillContainer(_ context.Context, id, signal string) error {
