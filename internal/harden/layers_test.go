@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -245,5 +246,36 @@ func assertUnavailable(t *testing.T, out childOutput, layer string, abi int) {
 	}
 	if out.Report.Error == "" {
 		t.Error("report does not carry the error")
+	}
+}
+
+// TestAllThreads: the Go runtime is multi-threaded, so every layer must
+// hold on threads that existed before Apply, not just the one that called
+// it. Eight threads locked before Apply each attempt the forbidden actions.
+func TestAllThreads(t *testing.T) {
+	const threads = 8
+	f := newFixture(t)
+	checks := []Check{
+		check("read outside allowed paths", ActRead, filepath.Join(f.deniedDir, "secret.txt"), OutcomeDenied),
+		check("write outside allowed paths", ActWrite, filepath.Join(f.roDir, "new.txt"), OutcomeDenied),
+		check("execve", ActExec, f.policy.Landlock.ExecFiles[0], OutcomeDenied),
+		check("unix socket", ActUnixSocket, "", OutcomeDenied),
+		check("connect unlisted port", ActConnect, f.connectNo, OutcomeDenied),
+		check("ptrace", ActPtrace, "", OutcomeDenied),
+	}
+	out := runChild(t, "host", f.policy, []string{envThreads + "=" + strconv.Itoa(threads)}, checks...)
+	if out.ApplyError != "" {
+		t.Fatalf("apply: %s", out.ApplyError)
+	}
+	if got := len(slices.Compact(slices.Sorted(slices.Values(out.ThreadIDs)))); got != threads {
+		t.Fatalf("checks ran on %d distinct threads %v, want %d", got, out.ThreadIDs, threads)
+	}
+	for i, r := range out.Results {
+		if !r.Pass {
+			t.Errorf("thread %d: %s: got %s (%s), want %s", out.ThreadIDs[i/len(checks)], r.Name, r.Got, r.Error, r.Want)
+		}
+	}
+	if len(out.Results) != threads*len(checks) {
+		t.Errorf("got %d results, want %d", len(out.Results), threads*len(checks))
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +27,8 @@ import (
 const (
 	envChild  = "HARDEN_TEST_CHILD"  // system variant, see childSystems
 	envChecks = "HARDEN_TEST_CHECKS" // JSON []Check
+	// envThreads: run the checks on this many OS threads locked before Apply.
+	envThreads = "HARDEN_TEST_THREADS"
 )
 
 // childSystems are the kernel interfaces a child can run with.
@@ -62,7 +65,8 @@ type childOutput struct {
 		Layer     string `json:"layer"`
 		KernelABI int    `json:"kernel_abi"`
 	} `json:"unavailable,omitempty"`
-	Results []CheckResult `json:"results"`
+	Results   []CheckResult `json:"results"`
+	ThreadIDs []int         `json:"thread_ids,omitempty"`
 }
 
 func TestMain(m *testing.M) {
@@ -87,6 +91,12 @@ func TestMain(m *testing.M) {
 
 func childMain(mode string) int {
 	var out childOutput
+	// Threads locked before Apply run the checks after it: a layer set on
+	// the applying thread only would let them through.
+	var workers *lockedThreads
+	if n, _ := strconv.Atoi(os.Getenv(envThreads)); n > 0 {
+		workers = startLockedThreads(n)
+	}
 	sys, apply := childSystems[mode]()
 	if apply {
 		p, _, err := PolicyFromEnv(os.Getenv)
@@ -112,8 +122,57 @@ func childMain(mode string) int {
 		out.ApplyError = "decoding checks: " + err.Error()
 		return emit(out)
 	}
+	if workers != nil {
+		out.Results, out.ThreadIDs = workers.run(checks)
+		return emit(out)
+	}
 	out.Results = RunChecks(checks)
 	return emit(out)
+}
+
+// lockedThreads are goroutines each locked to its own OS thread.
+type lockedThreads struct {
+	jobs    []chan []Check
+	results chan threadResult
+}
+
+type threadResult struct {
+	tid     int
+	results []CheckResult
+}
+
+func startLockedThreads(n int) *lockedThreads {
+	w := &lockedThreads{results: make(chan threadResult, n)}
+	ready := make(chan struct{}, n)
+	for range n {
+		job := make(chan []Check)
+		w.jobs = append(w.jobs, job)
+		go func() {
+			runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+			ready <- struct{}{}
+			checks := <-job
+			w.results <- threadResult{tid: unix.Gettid(), results: RunChecks(checks)}
+		}()
+	}
+	for range n {
+		<-ready
+	}
+	return w
+}
+
+// run gives every thread the checks and gathers the results and thread ids.
+func (w *lockedThreads) run(checks []Check) ([]CheckResult, []int) {
+	for _, job := range w.jobs {
+		job <- checks
+	}
+	var all []CheckResult
+	var tids []int
+	for range w.jobs {
+		r := <-w.results
+		all = append(all, r.results...)
+		tids = append(tids, r.tid)
+	}
+	return all, tids
 }
 
 func emit(out childOutput) int {
