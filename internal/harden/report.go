@@ -74,3 +74,20 @@ func WriteReport(dir string, r Report) error {
 	}
 	return nil
 }
+
+// ParseReport decodes a role's report, as the host collects it from the
+// role's output directory. The workload could have rewritten the file, so
+// the host treats it as a claim to show, never as proof: the schema is
+// checked and unknown fields are refused.
+func ParseReport(data []byte) (Report, error) {
+	var r Report
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return Report{}, fmt.Errorf("decoding harden report: %w", err)
+	}
+	if r.Schema != ReportSchema {
+		return Report{}, fmt.Errorf("decoding harden report: schema %q, want %q", r.Schema, ReportSchema)
+	}
+	return r, nil
+}

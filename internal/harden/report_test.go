@@ -89,3 +89,28 @@ func TestWriteReportMissingDir(t *testing.T) {
 		t.Fatal("WriteReport into a missing directory succeeded")
 	}
 }
+
+func TestParseReport(t *testing.T) {
+	golden, err := os.ReadFile(filepath.Join("testdata", "harden-report.golden.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ParseReport(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(sampleReport(), got); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+	for name, bad := range map[string]string{
+		"not JSON":      `{"schema":`,
+		"wrong schema":  `{"schema":"mcpsidecar.harden-report/v0"}`,
+		"unknown field": `{"schema":"mcpsidecar.harden-report/v1","enforced":true}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := ParseReport([]byte(bad)); err == nil {
+				t.Errorf("ParseReport accepted %s", bad)
+			}
+		})
+	}
+}
