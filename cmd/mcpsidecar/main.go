@@ -18,7 +18,7 @@ import (
 const exitForced = 130
 
 // holdTimeout bounds how long a held role waits for the harness.
-const holdTimeout = 2 * time.Minute
+var holdTimeout = 2 * time.Minute
 
 func main() {
 	if err := hold(os.Getenv("MCPSIDECAR_HOLD_FILE")); err != nil {
