@@ -60,6 +60,9 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) error {
 		Networks: []runs.Network{}, Containers: []runs.Container{}, Degradations: []string{}}
 	err := j.execute(ctx)
 	err = j.finish(ctx, err)
+	if c, ok := j.engine.(*dockerx.Client); ok {
+		c.Close()
+	}
 	return interrupted(ctx, err)
 }
 
