@@ -40,28 +40,30 @@ func CheckStatic(bin []byte) error {
 }
 
 // NewImage assembles the image's files and its content-hash tag
-// (spec.ImageTag: a changed binary never reuses a stale image).
+// (spec.ImageTag over every file: a changed binary or CA bundle never
+// reuses a stale image). The build context is the root filesystem under
+// spec.ImageContextDir, which the Dockerfile copies in one layer; the
+// import path takes the same files at their final paths, so both make the
+// same image.
 func NewImage(src ImageSource, labels map[string]string) (dockerx.ImageFiles, error) {
 	if err := CheckStatic(src.Binary); err != nil {
 		return dockerx.ImageFiles{}, err
 	}
-	tag, err := spec.ImageTag([]byte(spec.Dockerfile), bytes.NewReader(src.Binary))
-	if err != nil {
-		return dockerx.ImageFiles{}, err
+	rootfs := []dockerx.File{
+		{Name: "mcpsidecar", Mode: 0o755, Data: src.Binary},
+		{Name: "etc/ssl/certs/ca-certificates.crt", Mode: 0o644, Data: src.CACerts},
+		{Name: "etc/passwd", Mode: 0o644, Data: []byte(spec.Passwd)},
+		{Name: "etc/group", Mode: 0o644, Data: []byte(spec.Group)},
 	}
-	bin := dockerx.File{Name: "mcpsidecar", Mode: 0o755, Data: src.Binary}
+	hashed := make([]spec.ImageFile, 0, len(rootfs))
+	context := make([]dockerx.File, 0, len(rootfs))
+	for _, f := range rootfs {
+		hashed = append(hashed, spec.ImageFile{Path: f.Name, Mode: f.Mode, Data: f.Data})
+		context = append(context, dockerx.File{Name: spec.ImageContextDir + "/" + f.Name, Mode: f.Mode, Data: f.Data})
+	}
 	return dockerx.ImageFiles{
-		Tag: tag, Dockerfile: []byte(spec.Dockerfile), Labels: labels,
-		Context: []dockerx.File{bin,
-			{Name: "ca-certificates.crt", Mode: 0o644, Data: src.CACerts},
-			{Name: "passwd", Mode: 0o644, Data: []byte(spec.Passwd)},
-			{Name: "group", Mode: 0o644, Data: []byte(spec.Group)},
-		},
-		RootFS: []dockerx.File{bin,
-			{Name: "etc/ssl/certs/ca-certificates.crt", Mode: 0o644, Data: src.CACerts},
-			{Name: "etc/passwd", Mode: 0o644, Data: []byte(spec.Passwd)},
-			{Name: "etc/group", Mode: 0o644, Data: []byte(spec.Group)},
-		},
+		Tag: spec.ImageTag([]byte(spec.Dockerfile), hashed), Dockerfile: []byte(spec.Dockerfile), Labels: labels,
+		Context: context, RootFS: rootfs,
 		// The Dockerfile's USER and ENTRYPOINT, for the import path.
 		Changes: []string{"USER " + spec.User, `ENTRYPOINT ["/mcpsidecar"]`},
 	}, nil
