@@ -13,11 +13,14 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,9 +33,7 @@ import (
 const gwTraceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
 // gwCase is one request from the client container and the status each
-// engine answers: 200 means the upstream fixture answered, 0 that the
-// gateway gave no answer before the client's deadline (or, should the
-// engine's DNS lookup fail fast, refused it with 403). Where Squid's
+// engine answers: 200 means the upstream fixture answered. Where Squid's
 // column differs from ours, docs/egress.md says why.
 type gwCase struct {
 	Name        string `json:"name"`
@@ -43,24 +44,53 @@ type gwCase struct {
 	ours, squid int
 }
 
-var gwCases = []gwCase{
-	{Name: "allowed-get", Method: "GET", Target: "http://upstream.allowed.test/", Traceparent: gwTraceparent, ours: 200, squid: 200},
-	{Name: "allowed-connect", Method: "CONNECT", Target: "upstream.allowed.test:443", Traceparent: gwTraceparent, ours: 200, squid: 200},
-	// Squid's dst ACLs make it look every name up, denied ones included,
-	// and it waits for the lookup (which goes nowhere here) before denying.
-	{Name: "denied-name-get", Method: "GET", Target: "http://denied.test/", ours: 403, squid: 0},
-	{Name: "denied-name-connect", Method: "CONNECT", Target: "denied.test:443", ours: 403, squid: 0},
-	{Name: "private-answer-get", Method: "GET", Target: "http://sneaky.allowed.test/", ours: 403, squid: 403},
-	{Name: "private-answer-connect", Method: "CONNECT", Target: "sneaky.allowed.test:443", ours: 403, squid: 403},
-	{Name: "metadata-literal", Method: "GET", Target: "http://169.254.169.254/latest/meta-data/", ours: 403, squid: 403},
-	{Name: "private-literal-connect", Method: "CONNECT", Target: "10.0.0.1:443", ours: 403, squid: 403},
-	{Name: "connect-22", Method: "CONNECT", Target: "upstream.allowed.test:22", ours: 403, squid: 403},
-	{Name: "connect-80", Method: "CONNECT", Target: "upstream.allowed.test:80", ours: 403, squid: 403},
-	{Name: "http-8080", Method: "GET", Target: "http://upstream.allowed.test:8080/", ours: 403, squid: 403},
-	// Squid routes by the URI and ignores a disagreeing Host header.
-	{Name: "host-mismatch", Method: "GET", Target: "http://upstream.allowed.test/", Host: "sneaky.allowed.test", ours: 403, squid: 200},
-	// Squid strips user information and forwards.
-	{Name: "userinfo", Method: "GET", Target: "http://user@upstream.allowed.test/", Host: "upstream.allowed.test", ours: 403, squid: 200},
+// gwCases are the requests for a policy allowing .allowed.test and, of
+// the fixtures' addresses, only upstream's (up): decoy (on the same
+// network, also answering as mixed.allowed.test) and sneaky (on the
+// client's network) are private addresses the policy does not cover.
+func gwCases(up, decoy string) []gwCase {
+	return []gwCase{
+		{Name: "allowed-get", Method: "GET", Target: "http://upstream.allowed.test/", Traceparent: gwTraceparent, ours: 200, squid: 200},
+		{Name: "allowed-connect", Method: "CONNECT", Target: "upstream.allowed.test:443", Traceparent: gwTraceparent, ours: 200, squid: 200},
+		{Name: "allowed-literal", Method: "GET", Target: "http://" + up + "/", Traceparent: gwTraceparent, ours: 200, squid: 200},
+		// Squid refuses a name outside the allowlist before any lookup
+		// ("deny !allowed_sites" with dstdomain -n precedes the dst rules).
+		{Name: "denied-name-get", Method: "GET", Target: "http://denied.test/", ours: 403, squid: 403},
+		{Name: "denied-name-connect", Method: "CONNECT", Target: "denied.test:443", ours: 403, squid: 403},
+		{Name: "private-answer-get", Method: "GET", Target: "http://sneaky.allowed.test/", ours: 403, squid: 403},
+		{Name: "private-answer-connect", Method: "CONNECT", Target: "sneaky.allowed.test:443", ours: 403, squid: 403},
+		// mixed.allowed.test has two answers, upstream's (covered) and
+		// decoy's (not): one uncovered answer refuses the name.
+		{Name: "one-private-answer-get", Method: "GET", Target: "http://mixed.allowed.test/", ours: 403, squid: 403},
+		{Name: "one-private-answer-connect", Method: "CONNECT", Target: "mixed.allowed.test:443", ours: 403, squid: 403},
+		{Name: "uncovered-literal", Method: "GET", Target: "http://" + decoy + "/", ours: 403, squid: 403},
+		{Name: "metadata-literal", Method: "GET", Target: "http://169.254.169.254/latest/meta-data/", ours: 403, squid: 403},
+		{Name: "private-literal-connect", Method: "CONNECT", Target: "10.0.0.1:443", ours: 403, squid: 403},
+		// IPv6 spellings that embed IPv4 (mapped, NAT64, IPv4-compatible,
+		// 6to4) and IPv6 loopback.
+		{Name: "mapped-metadata", Method: "GET", Target: "http://[::ffff:169.254.169.254]/", ours: 403, squid: 403},
+		{Name: "nat64-metadata", Method: "GET", Target: "http://[64:ff9b::a9fe:a9fe]/", ours: 403, squid: 403},
+		{Name: "compat-loopback-connect", Method: "CONNECT", Target: "[::127.0.0.1]:443", ours: 403, squid: 403},
+		{Name: "6to4-metadata", Method: "GET", Target: "http://[2002:a9fe:a9fe::]/", ours: 403, squid: 403},
+		{Name: "ipv6-loopback-connect", Method: "CONNECT", Target: "[::1]:443", ours: 403, squid: 403},
+		// A decimal-integer host (inet_aton spelling): Squid reads it as
+		// the IPv4 address, NormalizeHost refuses the spelling.
+		{Name: "decimal-loopback", Method: "GET", Target: "http://2130706437/", ours: 403, squid: 403},
+		{Name: "decimal-allowed-literal", Method: "GET", Target: "http://" + gwDecimal(up) + "/", ours: 403, squid: 200},
+		{Name: "connect-22", Method: "CONNECT", Target: "upstream.allowed.test:22", ours: 403, squid: 403},
+		{Name: "connect-80", Method: "CONNECT", Target: "upstream.allowed.test:80", ours: 403, squid: 403},
+		{Name: "http-8080", Method: "GET", Target: "http://upstream.allowed.test:8080/", ours: 403, squid: 403},
+		// Squid routes by the URI and ignores a disagreeing Host header.
+		{Name: "host-mismatch", Method: "GET", Target: "http://upstream.allowed.test/", Host: "sneaky.allowed.test", ours: 403, squid: 200},
+		// Squid strips user information and forwards.
+		{Name: "userinfo", Method: "GET", Target: "http://user@upstream.allowed.test/", Host: "upstream.allowed.test", ours: 403, squid: 200},
+	}
+}
+
+// gwDecimal spells an IPv4 address as one decimal integer.
+func gwDecimal(ip string) string {
+	a := netip.MustParseAddr(ip).As4()
+	return strconv.FormatUint(uint64(binary.BigEndian.Uint32(a[:])), 10)
 }
 
 // gwHardenPolicy is the gateway's in-container policy as the harness
@@ -86,9 +116,13 @@ func TestGatewayEngines(t *testing.T) {
 	image := gwImage(t, id, dir)
 	squidImage := gwSquidImage(t, id)
 	internal, egressNet := gwNetworks(t, id)
-	gwRun(t, "mcpsidecar-e2e-"+id+"-upstream", egressNet, "upstream.allowed.test", image, "/gwfixture", "serve", "upstream")
-	gwRun(t, "mcpsidecar-e2e-"+id+"-sneaky", internal, "sneaky.allowed.test", image, "/gwfixture", "serve", "sneaky")
-	cfg := netpolicy.NewConfig([]string{".allowed.test"}, []string{gwSubnet(t, egressNet)})
+	upName, decoyName := "mcpsidecar-e2e-"+id+"-upstream", "mcpsidecar-e2e-"+id+"-decoy"
+	gwRun(t, upName, egressNet, []string{"upstream.allowed.test", "mixed.allowed.test"}, image, "/gwfixture", "serve", "upstream")
+	gwRun(t, decoyName, egressNet, []string{"mixed.allowed.test"}, image, "/gwfixture", "serve", "decoy")
+	gwRun(t, "mcpsidecar-e2e-"+id+"-sneaky", internal, []string{"sneaky.allowed.test"}, image, "/gwfixture", "serve", "sneaky")
+	up := gwAddr(t, upName, egressNet)
+	cases := gwCases(up, gwAddr(t, decoyName, egressNet))
+	cfg := netpolicy.NewConfig([]string{".allowed.test"}, []string{up + "/32"})
 	for _, engine := range []string{"ours", "squid"} {
 		t.Run(engine, func(t *testing.T) {
 			out := filepath.Join(dir, engine)
@@ -102,30 +136,34 @@ func TestGatewayEngines(t *testing.T) {
 			} else {
 				gwStartSquid(t, name, squidImage, internal, egressNet, out, dir, cfg)
 			}
-			results := gwProbe(t, id, image, internal, engine)
+			results := gwProbe(t, id, image, internal, engine, cases)
 			gwDocker(t, "stop", "-t", "10", name)
-			gwCheckResults(t, engine, results)
+			gwCheckResults(t, engine, cases, results)
 			if engine == "ours" {
-				gwCheckOurLog(t, filepath.Join(out, "egress-decisions.jsonl"))
+				gwCheckOurLog(t, filepath.Join(out, "egress-decisions.jsonl"), cases, up)
 			} else {
-				gwCheckSquidLog(t, filepath.Join(out, egress.SquidAccessLogFile))
+				gwCheckSquidLog(t, filepath.Join(out, egress.SquidAccessLogFile), cases, up)
 			}
 		})
 	}
 }
 
-func gwCheckResults(t *testing.T, engine string, results map[string]gwResult) {
+// gwWant is the status c expects from engine.
+func gwWant(c gwCase, engine string) int {
+	if engine == "squid" {
+		return c.squid
+	}
+	return c.ours
+}
+
+func gwCheckResults(t *testing.T, engine string, cases []gwCase, results map[string]gwResult) {
 	t.Helper()
-	for _, c := range gwCases {
-		want := c.ours
-		if engine == "squid" {
-			want = c.squid
-		}
+	for _, c := range cases {
+		want := gwWant(c, engine)
 		r, ok := results[c.Name]
 		switch {
 		case !ok:
 			t.Errorf("%s: no result", c.Name)
-		case want == 0 && (r.Status == 0 || r.Status == 403):
 		case r.Status != want:
 			t.Errorf("%s: got %d %q %s, want %d", c.Name, r.Status, r.Body, r.Error, want)
 		case want == 200 && !strings.Contains(r.Body, "fixture upstream"):
@@ -138,9 +176,19 @@ func gwCheckResults(t *testing.T, engine string, results map[string]gwResult) {
 	}
 }
 
+// gwCount is how many of cases engine should allow.
+func gwCount(cases []gwCase, engine string) (allowed int) {
+	for _, c := range cases {
+		if gwWant(c, engine) == 200 {
+			allowed++
+		}
+	}
+	return allowed
+}
+
 // gwCheckOurLog: one line per request, the allowed ones with the rule and
 // the correlation id, every denied one with a reason.
-func gwCheckOurLog(t *testing.T, path string) {
+func gwCheckOurLog(t *testing.T, path string, cases []gwCase, up string) {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -155,7 +203,9 @@ func gwCheckOurLog(t *testing.T, path string) {
 		switch {
 		case d.Decision == egress.Allow:
 			allowed++
-			if d.Host != "upstream.allowed.test" || !strings.HasPrefix(d.Rule, ".allowed.test") || d.CorrelationID != "4bf92f3577b34da6a3ce929d0e0e4736" || d.RunID != "e2e" {
+			byName := d.Host == "upstream.allowed.test" && d.Rule == ".allowed.test "+up+"/32"
+			byLiteral := d.Host == up && d.Rule == up+"/32"
+			if !(byName || byLiteral) || d.ResolvedIP != up || d.CorrelationID != "4bf92f3577b34da6a3ce929d0e0e4736" || d.RunID != "e2e" {
 				t.Errorf("allowed decision %+v", d)
 			}
 		case d.Reason == "":
@@ -167,14 +217,15 @@ func gwCheckOurLog(t *testing.T, path string) {
 	if _, err := os.Stat(filepath.Join(filepath.Dir(path), "harden-report.json")); err != nil {
 		t.Errorf("the gateway wrote no harden report: %v", err)
 	}
-	if allowed != 2 || denied != len(gwCases)-2 {
-		t.Errorf("%d allowed and %d denied lines, want 2 and %d:\n%s", allowed, denied, len(gwCases)-2, b)
+	if want := gwCount(cases, "ours"); allowed != want || denied != len(cases)-want {
+		t.Errorf("%d allowed and %d denied lines, want %d and %d:\n%s", allowed, denied, want, len(cases)-want, b)
 	}
 }
 
 // gwCheckSquidLog reads Squid's access log through the same parser the
-// harness uses and expects a line for each allowed request.
-func gwCheckSquidLog(t *testing.T, path string) {
+// harness uses and expects a line for each request, the allowed ones to
+// upstream.
+func gwCheckSquidLog(t *testing.T, path string, cases []gwCase, up string) {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -189,7 +240,7 @@ func gwCheckSquidLog(t *testing.T, path string) {
 	for _, d := range ds {
 		if d.Decision == egress.Allow {
 			allowed++
-			if d.Host != "upstream.allowed.test" {
+			if d.ResolvedIP != up {
 				t.Errorf("allowed squid decision %+v", d)
 			}
 			if d.CorrelationID == "4bf92f3577b34da6a3ce929d0e0e4736" {
@@ -197,11 +248,16 @@ func gwCheckSquidLog(t *testing.T, path string) {
 			}
 		}
 	}
-	// Allowed: the two allowed cases plus host-mismatch and userinfo. The
-	// lines of requests Squid never answered (the denied names) may be
-	// missing: Squid logs them once the lookup gives up.
-	if allowed != 4 || traced != 2 || len(ds) < len(gwCases)-2 {
-		t.Errorf("%d squid lines, %d allowed, %d traced; want 4 allowed, 2 traced: %+v", len(ds), allowed, traced, ds)
+	// Traced: the cases sending a traceparent, all allowed.
+	var wantTraced int
+	for _, c := range cases {
+		if c.Traceparent != "" {
+			wantTraced++
+		}
+	}
+	if want := gwCount(cases, "squid"); allowed != want || traced != wantTraced || len(ds) != len(cases) {
+		t.Errorf("%d squid lines, %d allowed, %d traced; want %d, %d allowed, %d traced: %+v",
+			len(ds), allowed, traced, len(cases), want, wantTraced, ds)
 	}
 }
 
@@ -211,12 +267,15 @@ func gwCommon(name string) []string {
 		"--security-opt", "no-new-privileges", "--dns", "127.0.0.1", "--memory", "256m", "--pids-limit", "128"}
 }
 
-func gwRun(t *testing.T, name, network, alias, image string, cmd ...string) {
+func gwRun(t *testing.T, name, network string, aliases []string, image string, cmd ...string) {
 	t.Helper()
 	t.Cleanup(func() { gwDockerErr("rm", "-f", name) })
 	args := append([]string{"run", "-d"}, gwCommon(name)...)
-	args = append(args, "--user", "65532:65532", "--sysctl", "net.ipv4.ip_unprivileged_port_start=0",
-		"--network", network, "--network-alias", alias, "--entrypoint", cmd[0], image)
+	args = append(args, "--user", "65532:65532", "--sysctl", "net.ipv4.ip_unprivileged_port_start=0", "--network", network)
+	for _, a := range aliases {
+		args = append(args, "--network-alias", a)
+	}
+	args = append(args, "--entrypoint", cmd[0], image)
 	gwDocker(t, append(args, cmd[1:]...)...)
 }
 
@@ -270,9 +329,9 @@ func gwStartSquid(t *testing.T, name, image, internal, egressNet, out, dir strin
 }
 
 // gwProbe runs the client container and returns its results by case name.
-func gwProbe(t *testing.T, id, image, internal, engine string) map[string]gwResult {
+func gwProbe(t *testing.T, id, image, internal, engine string, cases []gwCase) map[string]gwResult {
 	t.Helper()
-	js, _ := json.Marshal(gwCases)
+	js, _ := json.Marshal(cases)
 	name := "mcpsidecar-e2e-" + id + "-client-" + engine
 	t.Cleanup(func() { gwDockerErr("rm", "-f", name) })
 	args := append([]string{"run"}, gwCommon(name)...)
@@ -301,9 +360,14 @@ func gwNetworks(t *testing.T, id string) (internal, egressNet string) {
 	return internal, egressNet
 }
 
-func gwSubnet(t *testing.T, network string) string {
+// gwAddr is container's IPv4 address on network.
+func gwAddr(t *testing.T, container, network string) string {
 	t.Helper()
-	return gwDocker(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Subnet}}", network)
+	ip := gwDocker(t, "inspect", "-f", "{{(index .NetworkSettings.Networks \""+network+"\").IPAddress}}", container)
+	if _, err := netip.ParseAddr(ip); err != nil {
+		t.Fatalf("address of %s on %s: %v", container, network, err)
+	}
+	return ip
 }
 
 // gwImage is a FROM-scratch image with the mcpsidecar binary and the
