@@ -44,7 +44,7 @@ type job struct {
 	sess    *orchestrate.Session
 	labels  map[string]string
 
-	secrets   []string // forwarded host values, redacted from every artifact
+	secrets   []string // secret forwarded values, redacted from every artifact (redact.go)
 	stdout    capBuffer
 	stderr    capBuffer
 	agentExit *int
@@ -277,17 +277,6 @@ func (b *capBuffer) Bytes() []byte {
 		out = append(out, fmt.Sprintf("\n[mcpsidecar: %d more bytes not kept]\n", b.dropped)...)
 	}
 	return out
-}
-
-// redact removes every forwarded host value from data. Threat: a workload
-// (or a log line) echoing the API key into an artifact someone shares.
-func (j *job) redact(data []byte) []byte {
-	for _, s := range j.secrets {
-		if len(s) >= 4 {
-			data = bytes.ReplaceAll(data, []byte(s), []byte(dockerx.Redacted))
-		}
-	}
-	return data
 }
 
 func (j *job) writeArtifact(name string, data []byte) error {

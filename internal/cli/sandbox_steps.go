@@ -105,16 +105,12 @@ func (j *job) writeHostArtifacts() error {
 }
 
 // planInput gathers the run-time inputs of the plan: forwarded host
-// variables (secret), the question, the probe context, labels and owner.
+// variables (forwardEnv says which are secret), the question, the probe
+// context, labels and owner.
 func (j *job) planInput() (orchestrate.Input, error) {
 	host, _ := os.Hostname()
-	agentEnv := []dockerx.EnvVar{}
-	for _, name := range j.agentContainer().ForwardEnv {
-		if v := j.getenv(name); v != "" {
-			agentEnv = append(agentEnv, dockerx.EnvVar{Name: name, Value: v, Secret: true})
-			j.secrets = append(j.secrets, v)
-		}
-	}
+	agentEnv, secrets := forwardEnv(j.agentContainer().ForwardEnv, j.getenv)
+	j.secrets = append(j.secrets, secrets...)
 	if j.o.question != "" {
 		agentEnv = append(agentEnv, dockerx.EnvVar{Name: orchestrate.EnvQuestion, Value: j.o.question})
 	}
