@@ -157,12 +157,17 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 	if ip == "" {
 		return fmt.Errorf("checking %s readiness: no address on network %s", c.Step.Role, c.Step.Ready.Network)
 	}
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(c.Step.Ready.Port)) + c.Step.Ready.Path
+	addr := net.JoinHostPort(ip, strconv.Itoa(c.Step.Ready.Port))
+	url := "http://" + addr + c.Step.Ready.Path
+	what, check := "GET "+url, func(ctx context.Context) error { return s.probe(ctx, url) }
+	if c.Step.Ready.TCP {
+		what, check = "TCP connect "+addr, func(ctx context.Context) error { return dial(ctx, addr) }
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
 	for {
-		if last = s.probe(ctx, url); last == nil {
+		if last = check(ctx); last == nil {
 			return nil
 		}
 		select {
@@ -172,12 +177,22 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 			return fmt.Errorf("%s exited with code %d before it was ready", c.Step.Role, code)
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				return fmt.Errorf("%s not ready after %s: GET %s: %w", c.Step.Role, timeout, url, last)
+				return fmt.Errorf("%s not ready after %s: %s: %w", c.Step.Role, timeout, what, last)
 			}
 			return ctx.Err()
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// dial is the TCP readiness check: the listener accepts a connection.
+func dial(ctx context.Context, addr string) error {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return conn.Close()
 }
 
 func (s *Session) probe(ctx context.Context, url string) error {

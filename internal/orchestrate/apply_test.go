@@ -299,3 +299,42 @@ func TestHeldStepIsPreparedThenReleased(t *testing.T) {
 		})
 	}
 }
+
+// TestTCPReadiness: a Squid gateway is ready once its port accepts a
+// connection; a port nobody listens on is never ready.
+func TestTCPReadiness(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := ln.Addr().(*net.TCPAddr).Port
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closedPort := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	t.Cleanup(func() { ln.Close() })
+	tests := []struct {
+		name    string
+		port    int
+		wantErr string
+	}{
+		{"listening", open, ""},
+		{"nobody listens", closedPort, "gateway not ready after 300ms: TCP connect 127.0.0.1:" + strconv.Itoa(closedPort)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := testPlan(tt.port)
+			p.Containers[0].Ready.TCP, p.Containers[0].Ready.Path = true, ""
+			s := NewSession(newFake(), p)
+			err := s.StartService(context.Background(), RoleGateway, 300*time.Millisecond)
+			if tt.wantErr == "" && err != nil {
+				t.Fatalf("StartService: %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("got %v, want %q", err, tt.wantErr)
+			}
+		})
+	}
+}

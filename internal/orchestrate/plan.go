@@ -38,6 +38,10 @@ type Input struct {
 	// CmdOverride replaces a role's command (tests: a workload that runs
 	// past its timeout, a gateway that cannot start).
 	CmdOverride map[string][]string
+	// GatewayEngine is EngineOurs (also when empty) or EngineSquid, which
+	// runs SquidImage with the profile's squid.conf (see squid.go).
+	GatewayEngine string
+	SquidImage    string
 }
 
 // Owner identifies the harness process that owns a run's resources.
@@ -68,11 +72,13 @@ type Step struct {
 	Hold bool `json:"hold,omitempty"`
 }
 
-// Readiness is an HTTP GET that must answer 200.
+// Readiness is an HTTP GET that must answer 200, or with TCP a TCP
+// connection that is accepted (Squid has no health endpoint).
 type Readiness struct {
 	Network string `json:"network"`
 	Port    int    `json:"port"`
 	Path    string `json:"path"`
+	TCP     bool   `json:"tcp,omitempty"`
 }
 
 // NewPlan decides the networks and containers of a run. It is pure.
@@ -112,6 +118,9 @@ func (in Input) validate() error {
 	case WorkloadAgent, WorkloadCheck, WorkloadProbe:
 	default:
 		return fmt.Errorf("planning run %s: unknown workload %q", in.RunID, in.Workload)
+	}
+	if err := in.validateEngine(); err != nil {
+		return err
 	}
 	if n := len(in.Profile.Roles); n == 0 || in.Profile.Roles[n-1] != RoleAgent {
 		return fmt.Errorf("planning run %s: the profile's roles %v do not end with the agent", in.RunID, in.Profile.Roles)
@@ -196,6 +205,9 @@ func (in Input) step(role string) (Step, error) {
 	switch role {
 	case RoleGateway:
 		st.Ready = &Readiness{Network: InternalNetwork(in.dockerID()), Port: spec.GatewayPort, Path: "/healthz"}
+		if in.GatewayEngine == EngineSquid {
+			in.squid(&st)
+		}
 	case RoleSidecar:
 		st.Ready = &Readiness{Network: InternalNetwork(in.dockerID()), Port: spec.SidecarPort, Path: "/healthz"}
 	}

@@ -85,22 +85,28 @@ func TestPlanGolden(t *testing.T) {
 		spec     *spec.Spec
 		workload Workload
 		old      bool
+		engine   string
 	}{
-		{"default", defaultSpec(t), WorkloadAgent, false},
-		{"no-capabilities", specWith(), WorkloadAgent, false},
-		{"network", specWith(spec.CapNetwork), WorkloadAgent, false},
-		{"mcp_client", specWith(spec.CapNetwork, spec.CapMCPClient), WorkloadAgent, false},
-		{"openai_agents", specWith(spec.CapNetwork, spec.CapOpenAIAgents), WorkloadAgent, false},
-		{"shell_access", specWith(spec.CapShellAccess), WorkloadAgent, false},
-		{"doctor", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadCheck, false},
-		{"test-sandbox", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadProbe, false},
-		{"old-engine", defaultSpec(t), WorkloadAgent, true},
+		{"default", defaultSpec(t), WorkloadAgent, false, ""},
+		{"no-capabilities", specWith(), WorkloadAgent, false, ""},
+		{"network", specWith(spec.CapNetwork), WorkloadAgent, false, ""},
+		{"mcp_client", specWith(spec.CapNetwork, spec.CapMCPClient), WorkloadAgent, false, ""},
+		{"openai_agents", specWith(spec.CapNetwork, spec.CapOpenAIAgents), WorkloadAgent, false, ""},
+		{"shell_access", specWith(spec.CapShellAccess), WorkloadAgent, false, ""},
+		{"doctor", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadCheck, false, ""},
+		{"test-sandbox", specWith(spec.CapNetwork, spec.CapOpenAIAgents, spec.CapMCPClient), WorkloadProbe, false, ""},
+		{"old-engine", defaultSpec(t), WorkloadAgent, true, ""},
+		{"squid", defaultSpec(t), WorkloadAgent, false, EngineSquid},
+		{"squid-test-sandbox-old-engine", specWith(spec.CapNetwork, spec.CapMCPClient), WorkloadProbe, true, EngineSquid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := input(t, tt.spec, tt.workload)
 			if tt.old {
 				in = inputOld(t, tt.spec, tt.workload)
+			}
+			if tt.engine != "" {
+				in.GatewayEngine, in.SquidImage = tt.engine, "mcpsidecar-squid:local"
 			}
 			p, err := NewPlan(in)
 			if err != nil {
@@ -192,6 +198,11 @@ func TestPlanRejects(t *testing.T) {
 		{"bad workload", func(in *Input) { in.Workload = "shell" }, `unknown workload "shell"`},
 		{"missing container", func(in *Input) { delete(in.Profile.Containers, RoleSidecar) }, "no container for role sidecar"},
 		{"agent not last", func(in *Input) { in.Profile.Roles = []string{RoleAgent, RoleSidecar} }, "do not end with the agent"},
+		{"unknown gateway engine", func(in *Input) { in.GatewayEngine = "nginx" }, `unknown gateway engine "nginx"`},
+		{"squid without image", func(in *Input) { in.GatewayEngine = EngineSquid }, "no Squid image"},
+		{"squid without gateway", func(in *Input) {
+			in.GatewayEngine, in.SquidImage, in.Profile.SquidConf = EngineSquid, "squid:x", ""
+		}, "the spec has no gateway"},
 		{"unknown network", func(in *Input) {
 			c := in.Profile.Containers[RoleSidecar]
 			c.Networks = []string{"host"}
