@@ -76,6 +76,26 @@ func BenchmarkHarnessFigures(b *testing.B) {
 	}
 }
 
+// BenchmarkHarnessColdImage measures only the cold image: five never-seen
+// images made by the classic builder, then five by import (median of each):
+//
+//	MCPSIDECAR_BIN=$PWD/bin/mcpsidecar go test -tags docker -run '^$' \
+//	  -bench BenchmarkHarnessColdImage -benchtime 1x ./e2e/
+func BenchmarkHarnessColdImage(b *testing.B) {
+	NeedDockerB(b)
+	id := RandHex(6)
+	b.Cleanup(func() { hxCleanupB("mcpsidecar.e2e=" + id) })
+	for _, method := range []string{"build", "import"} {
+		var ms []float64
+		for i := 0; i < 5; i++ {
+			t, _ := hxColdImage(b, id, method)
+			ms = append(ms, t)
+		}
+		hxFigure("cold image (%s): median %.0f ms of %d (min %.0f, max %.0f)", method, median(ms), len(ms), minOf(ms), maxOf(ms))
+		b.ReportMetric(median(ms), "cold-"+method+"-ms")
+	}
+}
+
 // hxFigure prints one figure line on stdout: benchmark logs are truncated.
 func hxFigure(format string, args ...any) {
 	fmt.Printf("figure: "+format+"\n", args...)
@@ -239,6 +259,14 @@ func maxOf(v []float64) float64 {
 	m := 0.0
 	for _, x := range v {
 		m = max(m, x)
+	}
+	return m
+}
+
+func minOf(v []float64) float64 {
+	m := v[0]
+	for _, x := range v[1:] {
+		m = min(m, x)
 	}
 	return m
 }
