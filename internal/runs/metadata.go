@@ -21,18 +21,23 @@ const (
 
 // Metadata is run-metadata.json.
 type Metadata struct {
-	Schema       string      `json:"schema"`
-	RunID        string      `json:"run_id"`
-	Command      string      `json:"command"`
-	Started      time.Time   `json:"started"`
-	Finished     time.Time   `json:"finished"`
-	Image        Image       `json:"image"`
-	Engine       Engine      `json:"engine"`
+	Schema   string    `json:"schema"`
+	RunID    string    `json:"run_id"`
+	Command  string    `json:"command"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Image    Image     `json:"image"`
+	Engine   Engine    `json:"engine"`
+	// Gateway is the egress gateway engine, when the run has a gateway.
+	Gateway      *Gateway    `json:"gateway,omitempty"`
 	Networks     []Network   `json:"networks"`
 	Containers   []Container `json:"containers"`
 	Phases       []Phase     `json:"phases"`
 	Verdict      Verdict     `json:"verdict"`
 	Degradations []string    `json:"degradations"`
+	// Hardening is what each role reported about the layers it applied
+	// (its harden-report.json), keyed by role.
+	Hardening map[string]RoleHardening `json:"hardening,omitempty"`
 	// ArtifactProblems names workload files the host refused to copy
 	// (links, special files, oversized) or could not read.
 	ArtifactProblems []string `json:"artifact_problems,omitempty"`
@@ -55,6 +60,13 @@ type Engine struct {
 	APIVersion string `json:"api_version"`
 }
 
+// Gateway says which engine served as the egress gateway: "ours"
+// (mcpsidecar gateway, in the run's image) or "squid" (Image).
+type Gateway struct {
+	Engine string `json:"engine"`
+	Image  string `json:"image"`
+}
+
 // Network is one network of the run.
 type Network struct {
 	Name     string `json:"name"`
@@ -73,6 +85,29 @@ type Container struct {
 	PeakMemoryBytes uint64   `json:"peak_memory_bytes"`
 	TimedOut        bool     `json:"timed_out,omitempty"`
 	OOMKilled       bool     `json:"oom_killed,omitempty"`
+}
+
+// SourceRoleReport says a record comes from a role's own report: the
+// workload wrote it in a directory it controls, so it is the workload's
+// claim, not something the host verified.
+const SourceRoleReport = "role report"
+
+// RoleHardening is one role's hardening as its report claims it.
+type RoleHardening struct {
+	Source       string           `json:"source"`
+	ABI          int              `json:"abi"` // enforced Landlock ABI, 0 when none
+	KernelABI    int              `json:"kernel_abi"`
+	Layers       []HardeningLayer `json:"layers"`
+	Degradations []string         `json:"degradations"`
+	Error        string           `json:"error,omitempty"` // the report's own error, or why it could not be read
+}
+
+// HardeningLayer is one layer of a role's hardening.
+type HardeningLayer struct {
+	Name     string `json:"name"`
+	Required bool   `json:"required"`
+	Enforced bool   `json:"enforced"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 // Phase is one step of the run with its timing.
