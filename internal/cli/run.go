@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/spf13/cobra"
@@ -39,6 +40,8 @@ type sandboxOptions struct {
 	json           bool
 	question       string
 	allowOldEngine bool
+	gatewayEngine  string // orchestrate.EngineOurs or EngineSquid
+	squidImage     string
 
 	serializeEvidence bool
 	baseline          string
@@ -59,6 +62,10 @@ func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 	f.BoolVar(&o.json, "json", false, "print a JSON summary on stdout (the workload's stdout goes to stderr)")
 	f.BoolVar(&o.allowOldEngine, "allow-old-engine", os.Getenv(envAllowOldEngine) == "1",
 		"accept a Docker Engine older than 26 (recorded as a degradation; env "+envAllowOldEngine+"=1)")
+	f.StringVar(&o.gatewayEngine, "gateway-engine", orchestrate.EngineOurs,
+		"egress gateway: ours (mcpsidecar gateway) or squid (Squid with the generated squid.conf)")
+	f.StringVar(&o.squidImage, "squid-image", orchestrate.DefaultSquidImage,
+		"Squid image for --gateway-engine squid; must be on the engine (never pulled): scripts/build-squid-image.sh builds "+egress.SquidImage)
 	f.StringSliceVar(&o.workloadCmd, "x-workload-cmd", nil, "replace the workload container's command (testing)")
 	f.StringSliceVar(&o.gatewayCmd, "x-gateway-cmd", nil, "replace the gateway container's command (testing)")
 	_ = f.MarkHidden("x-workload-cmd")
@@ -77,7 +84,7 @@ func (o sandboxOptions) validate() error {
 	case o.runsDir == "":
 		return usageErrorf("--runs-dir: want a directory")
 	}
-	return nil
+	return o.validateEngine()
 }
 
 func newRunCmd(s Streams) *cobra.Command {

@@ -197,6 +197,9 @@ func pidAlive(pid int) bool {
 }
 
 func (j *job) ensureImage(ctx context.Context) error {
+	if err := j.checkGateway(ctx); err != nil {
+		return err
+	}
 	img, err := j.imageFiles()
 	if err != nil {
 		return err
