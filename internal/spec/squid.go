@@ -76,6 +76,9 @@ func SquidConf(cfg netpolicy.Config) string {
 	line("%s", squidLogFormat)
 	line("access_log stdio:%s/access.log mcpsidecar", OutputDir)
 	line("cache_log /tmp/squid-cache.log")
+	// The harness stops the gateway once the workload is done and kills
+	// it 5 s later; Squid would wait 30 s for open connections first.
+	line("shutdown_lifetime 1 seconds")
 	return b.String()
 }
 
