@@ -15,7 +15,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
-	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
 
@@ -135,7 +134,7 @@ func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(st
 	defer ln.Close()
 	// Hardening goes here: the policy is read, the log and the listener are
 	// open, nothing has been served yet.
-	if err := hardenGateway(getenv, reportDir(o.decisionLog), logger); err != nil {
+	if err := hardenRole("gateway", getenv, s.Err, false, reportDir(o.decisionLog)); err != nil {
 		return err
 	}
 	g, err := egress.New(egress.Options{Policy: policy, Log: dlog, RunID: o.runID, Logger: logger, Limits: egress.Limits{
@@ -165,37 +164,11 @@ func serveGateway(ctx context.Context, g *egress.Gateway, ln net.Listener, wait 
 	return errors.Join(err, dlog.Close())
 }
 
+// reportDir is where the role writes its harden report: next to the
+// decision log, in the output directory the host collects.
 func reportDir(decisionLog string) string {
 	if decisionLog == "" {
 		return ""
 	}
 	return filepath.Dir(decisionLog)
-}
-
-// hardenGateway applies $MCPSIDECAR_HARDEN_POLICY when it is set (in the
-// container) and writes the report next to the decision log. A layer the
-// kernel cannot enforce is exit code 5.
-func hardenGateway(getenv func(string) string, dir string, logger *slog.Logger) error {
-	p, ok, err := harden.PolicyFromEnv(getenv)
-	if err != nil {
-		return withCode(ExitUsage, err)
-	}
-	if !ok {
-		return nil
-	}
-	rep, err := harden.Apply(*p)
-	if dir != "" {
-		if werr := harden.WriteReport(dir, rep); werr != nil {
-			logger.Warn("writing harden report", "err", werr)
-		}
-	}
-	var ue *harden.UnavailableError
-	if errors.As(err, &ue) {
-		return withCode(ExitUnavailable, err)
-	}
-	if err != nil {
-		return fmt.Errorf("hardening gateway: %w", err)
-	}
-	logger.Info("gateway hardened", "degradations", rep.Degradations)
-	return nil
 }

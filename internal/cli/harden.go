@@ -17,6 +17,10 @@ import (
 // harden.Check) when --checks is absent.
 const envSelftestChecks = "MCPSIDECAR_SELFTEST_CHECKS"
 
+// applyHarden is harden.Apply; tests replace it, since the real one
+// restricts the calling process irreversibly.
+var applyHarden = harden.Apply
+
 // hardenRole locks a role down with the policy in $MCPSIDECAR_HARDEN_POLICY
 // and writes the report into reportDir (skipped when empty). Without a
 // policy it applies nothing (host use), unless required: the agent and
@@ -34,7 +38,7 @@ func hardenRole(role string, getenv func(string) string, errw io.Writer, require
 		}
 		return nil
 	}
-	rep, err := harden.Apply(*p)
+	rep, err := applyHarden(*p)
 	if reportDir != "" {
 		if werr := harden.WriteReport(reportDir, rep); werr != nil {
 			fmt.Fprintf(errw, "mcpsidecar %s: %v\n", role, werr)
