@@ -51,6 +51,9 @@ func (j *job) collect(ctx context.Context) error {
 
 func (j *job) collectRole(ctx context.Context, c *orchestrate.Container) error {
 	role := c.Step.Role
+	if role == orchestrate.RoleGateway && j.o.squid() {
+		return j.collectSquid(ctx, c)
+	}
 	for _, name := range workloadFiles[role] {
 		data, err := j.dir.ReadOutput(role, name)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -72,9 +75,9 @@ func (j *job) collectRole(ctx context.Context, c *orchestrate.Container) error {
 	}
 	switch role {
 	case orchestrate.RoleGateway:
-		return j.saveLogs(ctx, c, "gateway-logs.json", "", "")
+		return j.saveLogs(ctx, c, "gateway-logs.json", "", "", nil)
 	case orchestrate.RoleSidecar:
-		if err := j.saveLogs(ctx, c, "mcp-sidecar-logs.json", "mcp-sidecar-stdout.txt", "mcp-sidecar-stderr.txt"); err != nil {
+		if err := j.saveLogs(ctx, c, "mcp-sidecar-logs.json", "mcp-sidecar-stdout.txt", "mcp-sidecar-stderr.txt", nil); err != nil {
 			return err
 		}
 		return j.writeJSON("mcp-sidecar-metadata.json", j.containerRecord(c))
@@ -87,14 +90,17 @@ type logRecord struct {
 	ReturnCode *int   `json:"returncode"`
 	Stdout     string `json:"stdout"`
 	Stderr     string `json:"stderr"`
+	// AccessLog is Squid's access log, raw (gateway engine squid).
+	AccessLog string `json:"access_log,omitempty"`
 }
 
-func (j *job) saveLogs(ctx context.Context, c *orchestrate.Container, jsonName, outName, errName string) error {
+func (j *job) saveLogs(ctx context.Context, c *orchestrate.Container, jsonName, outName, errName string, accessLog []byte) error {
 	var out, errb capBuffer
 	if err := j.sess.Engine.Logs(ctx, c.ID, &out, &errb); err != nil {
 		return err
 	}
-	rec := logRecord{ReturnCode: c.ExitCode, Stdout: string(j.redact(out.Bytes())), Stderr: string(j.redact(errb.Bytes()))}
+	rec := logRecord{ReturnCode: c.ExitCode, Stdout: string(j.redact(out.Bytes())), Stderr: string(j.redact(errb.Bytes())),
+		AccessLog: string(j.redact(accessLog))}
 	if err := j.writeJSON(jsonName, rec); err != nil {
 		return err
 	}

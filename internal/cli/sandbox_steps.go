@@ -41,7 +41,8 @@ func (j *job) makeRunDir(context.Context) error {
 		return err
 	}
 	for _, st := range plan.Containers {
-		if _, err := dir.MkdirOutput(st.Role, orchestrate.ImageUID, orchestrate.ImageGID); err != nil {
+		uid, gid := outputOwner(st)
+		if _, err := dir.MkdirOutput(st.Role, uid, gid); err != nil {
 			return err
 		}
 	}
@@ -122,7 +123,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
-		HoldInternal: j.oldEngine(),
+		HoldInternal: j.oldEngine(), GatewayEngine: j.o.gatewayEngine, SquidImage: j.o.squidImage,
 	}, nil
 }
 
@@ -142,7 +143,11 @@ func (j *job) startRole(role string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		start := time.Now()
 		err := j.sess.StartService(ctx, role, j.o.readyTimeout)
-		res := startResult{Role: role, Action: "create, start, GET /healthz until 200", OK: err == nil,
+		action := "create, start, GET /healthz until 200"
+		if st, _ := j.sess.Step(role); st.Ready != nil && st.Ready.TCP {
+			action = "create, start, TCP connect until accepted"
+		}
+		res := startResult{Role: role, Action: action, OK: err == nil,
 			DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 		if c := j.sess.Find(role); c != nil {
 			res.Container, res.ID, res.IPs = c.Step.Spec.Name, c.ID, c.IPs

@@ -21,13 +21,15 @@ const (
 
 // Metadata is run-metadata.json.
 type Metadata struct {
-	Schema       string      `json:"schema"`
-	RunID        string      `json:"run_id"`
-	Command      string      `json:"command"`
-	Started      time.Time   `json:"started"`
-	Finished     time.Time   `json:"finished"`
-	Image        Image       `json:"image"`
-	Engine       Engine      `json:"engine"`
+	Schema   string    `json:"schema"`
+	RunID    string    `json:"run_id"`
+	Command  string    `json:"command"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Image    Image     `json:"image"`
+	Engine   Engine    `json:"engine"`
+	// Gateway is the egress gateway engine, when the run has a gateway.
+	Gateway      *Gateway    `json:"gateway,omitempty"`
 	Networks     []Network   `json:"networks"`
 	Containers   []Container `json:"containers"`
 	Phases       []Phase     `json:"phases"`
@@ -56,6 +58,13 @@ type Image struct {
 type Engine struct {
 	Version    string `json:"version"`
 	APIVersion string `json:"api_version"`
+}
+
+// Gateway says which engine served as the egress gateway: "ours"
+// (mcpsidecar gateway, in the run's image) or "squid" (Image).
+type Gateway struct {
+	Engine string `json:"engine"`
+	Image  string `json:"image"`
 }
 
 // Network is one network of the run.
