@@ -64,6 +64,14 @@ type hxMeta struct {
 	} `json:"verdict"`
 	Degradations     []string `json:"degradations"`
 	ArtifactProblems []string `json:"artifact_problems"`
+	Hardening        map[string]struct {
+		Source string `json:"source"`
+		ABI    int    `json:"abi"`
+		Layers []struct {
+			Name     string `json:"name"`
+			Enforced bool   `json:"enforced"`
+		} `json:"layers"`
+	} `json:"hardening"`
 }
 
 func hxSetup(t *testing.T) (id, runsDir, label string) {
@@ -144,6 +152,26 @@ func TestHarnessDoctor(t *testing.T) {
 	}
 	if strings.Contains(c.Stderr.String(), "keeps the default route") {
 		t.Errorf("a container kept its default route:\n%s", c.Stderr.String())
+	}
+	hxCheckHardening(t, m, c.Stderr.String())
+}
+
+// hxCheckHardening: every role's report is in run-metadata.json as the
+// role's claim, with the Landlock ABI it enforced, and printed.
+func hxCheckHardening(t *testing.T, m hxMeta, stderr string) {
+	t.Helper()
+	for _, role := range []string{"gateway", "sidecar", "agent"} {
+		h, ok := m.Hardening[role]
+		if !ok {
+			t.Errorf("run-metadata.json has no hardening for %s: %+v", role, m.Hardening)
+			continue
+		}
+		if h.Source != "role report" || h.ABI < 1 || len(h.Layers) == 0 {
+			t.Errorf("hardening %s: %+v", role, h)
+		}
+		if !strings.Contains(stderr, "hardening "+role+" (role report): Landlock ABI ") {
+			t.Errorf("no hardening line for %s on stderr:\n%s", role, stderr)
+		}
 	}
 }
 
