@@ -73,6 +73,7 @@ type htmlView struct {
 	Rows         []rowView
 	OmittedRows  int
 	ExitOK       bool
+	ImageHow     string
 
 	ProbePass, ProbeViolations, ProbeOther int
 }
@@ -121,6 +122,7 @@ func (t *Timeline) view() *htmlView {
 	v := &htmlView{T: t, CSP: reportCSP, Style: template.CSS(reportCSS), Script: template.JS(reportJS),
 		Version: version.Version, Schema: Schema, Stats: t.Stats(), Duration: fmtDur(t.Finished.Sub(t.Started))}
 	v.ExitOK = t.ExitCode != nil && *t.ExitCode == 0
+	v.ImageHow = imageHow(t.Image)
 	if !t.Started.IsZero() {
 		v.StartedText = t.Started.UTC().Format("2006-01-02 15:04:05.000 MST")
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -41,6 +42,7 @@ func (t *Timeline) Render(w io.Writer, opts RenderOptions) error {
 	p := &printer{w: w, color: opts.Color, t: t}
 	p.header()
 	p.phases()
+	p.containers()
 	p.events()
 	p.probes()
 	p.problems()
@@ -94,6 +96,12 @@ func (p *printer) header() {
 	s := t.Stats()
 	p.printf("tool calls %d (%d failed), resource reads %d, model requests %d, egress allowed %d, denied %d, unattributed %d\n",
 		s.ToolCalls, s.FailedCalls, s.ResourceReads, s.ModelRequests, s.Allowed, s.Denied, s.Unlinked)
+	if t.Image.Tag != "" {
+		p.printf("image %s (%s)\n", t.Image.Tag, imageHow(t.Image))
+	}
+	for _, d := range t.Degradations {
+		p.printf("degraded: %s\n", degradationText(d))
+	}
 	if t.Verdict != nil && len(t.Verdict.Checks) > 0 {
 		p.printf("\nChecks\n")
 		for _, c := range t.Verdict.Checks {
@@ -115,6 +123,32 @@ func (p *printer) phases() {
 			res += " " + ph.Error
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", ph.Name, p.rel(ph.Start), fmtMS(ph.DurationMS), res)
+	}
+	if err := tw.Flush(); err != nil && p.err == nil {
+		p.err = err
+	}
+}
+
+func (p *printer) containers() {
+	if len(p.t.Containers) == 0 {
+		return
+	}
+	p.printf("\nContainers\n")
+	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "  ROLE\tNAME\tNETWORKS\tPEAK MEMORY\tEXIT\n")
+	for _, c := range p.t.Containers {
+		state := "?"
+		if c.ExitCode != nil {
+			state = exitText(*c.ExitCode) + killNote(c)
+			if *c.ExitCode != 0 {
+				state = p.paint(ansiRed, state)
+			}
+		}
+		mem := "-"
+		if c.PeakMemoryBytes > 0 {
+			mem = fmtBytes(c.PeakMemoryBytes)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Role, c.Name, strings.Join(c.Networks, ","), mem, state)
 	}
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
@@ -239,4 +273,15 @@ func fmtBytes(n int64) string {
 	default:
 		return fmt.Sprintf("%.1fMiB", float64(n)/(1<<20))
 	}
+}
+
+// imageHow says how the run got its image.
+func imageHow(i ImageInfo) string {
+	switch {
+	case i.Method != "":
+		return i.Method
+	case i.Built:
+		return "built"
+	}
+	return "reused"
 }
