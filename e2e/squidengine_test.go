@@ -11,6 +11,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/netip"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // sqImage is the tag the docs name. The test builds it and keeps it: it
@@ -271,4 +273,68 @@ func TestSquidEngineImageAbsent(t *testing.T) {
 	if out, err := exec.Command("docker", "image", "inspect", absent).CombinedOutput(); err == nil {
 		t.Errorf("%s exists after the runs: it was pulled or built (%s)", absent, out)
 	}
+}
+
+// TestSquidEngineOfflineRun is agent_test.go's offline `run` with Squid as
+// the gateway: the agent's model requests (plain HTTP) and the sidecar's
+// tool calls (CONNECT to learn.microsoft.com) pass through Squid, every
+// decision line converted from its access log is an allow joined to the
+// request that caused it by the traceparent, and the run leaves nothing.
+func TestSquidEngineOfflineRun(t *testing.T) {
+	sqBuildImage(t)
+	s := agPrepare(t)
+	r := sqAgentRun(t, s, "task")
+	if r.err != nil {
+		t.Fatalf("mcpsidecar run --gateway-engine squid: %v\nstdout:\n%s", r.err, r.stdout)
+	}
+	runDir := agOnlyRunDir(t, r.runsDir)
+	agCheckAnswer(t, runDir, r.stdout)
+	search := agCheckAudit(t, runDir)
+	agCheckDecisions(t, runDir, search)
+	agCheckNoSecret(t, runDir, s.key)
+	agCheckNothingLeft(t, r.id)
+	var sm sqMeta
+	sqReadJSON(t, filepath.Join(runDir, "run-metadata.json"), &sm)
+	if sm.Gateway == nil || sm.Gateway.Engine != "squid" {
+		t.Errorf("run-metadata.json gateway = %+v, want engine squid", sm.Gateway)
+	}
+}
+
+// sqAgentRun is agSetup.run with --gateway-engine squid.
+func sqAgentRun(t *testing.T, s agSetup, behaviour string) agResult {
+	t.Helper()
+	r := agResult{id: agRandHex(6)}
+	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
+	fx := agStartFixtures(t, r.id, s.image, s.key, behaviour)
+	r.w = agWatch(t, r.id, fx)
+	specFile := filepath.Join(s.dir, "sandbox_spec.toml")
+	agWrite(t, specFile, `schema_version = 1
+capabilities = ["network", "mcp_client", "openai_agents"]
+allowed_domains = ["`+agModelHost+`", "`+agLearnHost+`"]
+allowed_ip_addresses = ["172.16.0.0/12", "192.168.0.0/16"]
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, s.bin, "run", "--spec", specFile, "--runs-dir", r.runsDir, "--allow-old-engine", "--timeout", "3m",
+		"--gateway-engine", "squid", "--squid-image", sqImage)
+	cmd.Env = append(os.Environ(),
+		"OPENAI_API_KEY="+s.key,
+		"OPENAI_BASE_URL=http://"+agModelHost+"/v1",
+		"MCPSIDECAR_CA_BUNDLE="+s.ca,
+		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+r.id,
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t.Cleanup(func() { agRemoveLeftovers(r.id, fx) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			agDumpRun(t, r.runsDir)
+		}
+	})
+	r.err = cmd.Run()
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	t.Logf("mcpsidecar run --gateway-engine squid (%s model); stderr:\n%s", behaviour, r.stderr)
+	r.w.stop()
+	r.w.checkOrder(t)
+	return r
 }
