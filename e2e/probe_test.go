@@ -119,3 +119,104 @@ func probeDocker(t *testing.T, args ...string) string {
 	}
 	return string(out)
 }
+
+// oldEngineRouteProbes judge direct egress by the routing table. Engines
+// before 25 give containers on --internal networks a default route
+// (Docker's iptables drop the traffic; moby#46603 removed the route), so on
+// such an engine, which the harness accepts only with --allow-old-engine,
+// these are the violations test-sandbox must find, and the only ones.
+var oldEngineRouteProbes = map[string]bool{
+	"G09/T07": true, "G09/T08": true, "G09/T17": true, "G09/T20": true, "G40/T04": true,
+}
+
+// TestProbeTestSandbox runs test-sandbox on the default spec and on the
+// default spec plus shell_access: the first has no violation (beyond the
+// old engine's default route), and report diff shows that shell_access
+// changes exactly the spawn-related probes.
+func TestProbeTestSandbox(t *testing.T) {
+	NeedDocker(t)
+	id := "probe-ts-" + RandHex(4)
+	label := "mcpsidecar.e2e=" + id
+	CleanupLabelled(t, label)
+	runsDir := t.TempDir()
+	shellSpec := filepath.Join(t.TempDir(), "shell.toml")
+	spec := "schema_version = 1\ncapabilities = [\"network\", \"mcp_client\", \"openai_agents\", \"shell_access\"]\n" +
+		"allowed_domains = [\".example.com\", \".gov.uk\", \".microsoft.com\"]\nallowed_ip_addresses = []\n"
+	if err := os.WriteFile(shellSpec, []byte(spec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base := runTestSandbox(t, id, runsDir)
+	shell := runTestSandbox(t, id, runsDir, "--spec", shellSpec)
+	RequireNothingLeft(t, label)
+
+	old := engineMajor(t) < 25
+	for _, g := range base.Groups {
+		for _, c := range g.Capabilities {
+			key := g.ID + "/" + c.ID
+			if c.Verdict == probe.Violation && !(old && oldEngineRouteProbes[key]) {
+				t.Errorf("default spec: %s %q is a violation: %s", key, c.Title, c.VerdictReason)
+			}
+		}
+	}
+	spawn := map[string]bool{}
+	for _, p := range probe.Catalogue() {
+		if p.Spawn {
+			spawn[p.Group+"/"+p.ID] = true
+		}
+	}
+	changed := map[string]bool{}
+	for _, ch := range probe.Diff(base, shell) {
+		changed[ch.Group+"/"+ch.ID] = true
+		if !spawn[ch.Group+"/"+ch.ID] {
+			t.Errorf("shell_access changed %s/%s %q, which is not spawn-related", ch.Group, ch.ID, ch.Title)
+		}
+		if ch.Worse {
+			t.Errorf("shell_access made %s/%s worse", ch.Group, ch.ID)
+		}
+	}
+	// Every spawn probe that the no-spawn filter refused by default must
+	// change; those with nothing to spawn (no shell, no interpreter in the
+	// image) stay N/A.
+	for key := range spawn {
+		g, p, _ := strings.Cut(key, "/")
+		if c := base.Find(g, p); c != nil && c.Tool.Outcome == probe.Denied && !changed[key] {
+			t.Errorf("shell_access did not change spawn-related probe %s", key)
+		}
+	}
+	if len(changed) < 8 {
+		t.Errorf("shell_access changed %d probes, want the 8 that execute the binary", len(changed))
+	}
+}
+
+// runTestSandbox runs test-sandbox and returns its report; exit 0 without
+// violations, 4 with.
+func runTestSandbox(t *testing.T, id, runsDir string, args ...string) *probe.Report {
+	t.Helper()
+	before, _ := os.ReadDir(runsDir)
+	c, code := RunCLI(t, id, nil, append([]string{"test-sandbox", "--allow-old-engine", "--quiet", "--runs-dir", runsDir}, args...)...)
+	after, _ := os.ReadDir(runsDir)
+	if len(after) != len(before)+1 {
+		t.Fatalf("test-sandbox exited %d without a new run directory\nstderr:\n%s", code, c.Stderr.String())
+	}
+	rep, err := probe.LoadReport(filepath.Join(runsDir, after[len(after)-1].Name(), "report.json"))
+	if err != nil {
+		t.Fatalf("test-sandbox exited %d: %v\nstderr:\n%s", code, err, c.Stderr.String())
+	}
+	if want := map[bool]int{true: 4, false: 0}[rep.Violations() > 0]; code != want {
+		t.Errorf("test-sandbox exited %d with %d violations, want %d", code, rep.Violations(), want)
+	}
+	return rep
+}
+
+func engineMajor(t *testing.T) int {
+	t.Helper()
+	v := strings.TrimSpace(probeDocker(t, "version", "--format", "{{.Server.Version}}"))
+	major := 0
+	for _, r := range v {
+		if r < '0' || r > '9' {
+			break
+		}
+		major = major*10 + int(r-'0')
+	}
+	return major
+}

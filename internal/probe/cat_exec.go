@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -182,7 +181,7 @@ func processProbes() []Probe {
 			Tool:       func(context.Context, *Env) Result { return procScan(false) }},
 		{Group: g, ID: "T05", Title: "Start child process", Goal: GoalDeny, Spawn: true, Threat: threatSpawn, Shell: "sleep 2 &",
 			Tool: func(_ context.Context, e *Env) Result {
-				cmd, err := e.sleeper(30 * time.Second)
+				cmd, err := e.sleeper(childLife)
 				defer stop(cmd)
 				if err != nil {
 					return fromErr("Starting a child process", err)
@@ -202,7 +201,7 @@ func processProbes() []Probe {
 }
 
 func listChildren(_ context.Context, e *Env) Result {
-	cmd, err := e.sleeper(30 * time.Second)
+	cmd, err := e.sleeper(childLife)
 	defer stop(cmd)
 	if err != nil {
 		return fromErr("Starting a child process to list", err)
@@ -215,7 +214,7 @@ func listChildren(_ context.Context, e *Env) Result {
 }
 
 func terminateChild(_ context.Context, e *Env) Result {
-	cmd, err := e.sleeper(30 * time.Second)
+	cmd, err := e.sleeper(childLife)
 	if err != nil {
 		return fromErr("Starting a child process to terminate", err)
 	}
@@ -228,7 +227,7 @@ func terminateChild(_ context.Context, e *Env) Result {
 }
 
 func reniceChild(_ context.Context, e *Env) Result {
-	cmd, err := e.sleeper(30 * time.Second)
+	cmd, err := e.sleeper(childLife)
 	defer stop(cmd)
 	if err != nil {
 		return fromErr("Starting a child process to renice", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -196,13 +197,13 @@ func hardwareTimeLogProbes() []Probe {
 }
 
 func daemonChild(_ context.Context, e *Env) Result {
-	cmd, err := e.sleeper(30 * time.Second)
+	cmd, err := e.sleeper(childLife)
 	defer stop(cmd)
 	if err != nil {
 		return fromErr("Starting a background process", err)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if err := cmd.Process.Signal(unix.Signal(0)); err != nil {
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		return denied("The background process did not survive.", err.Error())
 	}
 	return allowed("A background process started and survived.", fmt.Sprintf("pid=%d", cmd.Process.Pid))

@@ -118,8 +118,11 @@ func runCmd(ctx context.Context, what, path string, args ...string) Result {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.WaitDelay = waitDelay
+	cmd.Env = childEnv()
+	cmd.Cancel = func() error { return syscall.Kill(cmd.Process.Pid, syscall.SIGKILL) }
+	start := time.Now()
 	out, err := cmd.CombinedOutput()
-	ev := fmt.Sprintf("command=%s; output=%s", path, strings.TrimSpace(string(out)))
+	ev := fmt.Sprintf("command=%s; duration=%s; err=%v; output=%s", path, time.Since(start).Round(time.Millisecond), err, strings.TrimSpace(string(out)))
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
@@ -130,6 +133,22 @@ func runCmd(ctx context.Context, what, path string, args ...string) Result {
 	return fromErr(what, err)
 }
 
+// holdEnv is the harness's start-hold variable (MCPSIDECAR_HOLD_FILE): a
+// held role waits for a file the harness creates once. A child inheriting
+// it would wait for a file that never comes again, so children never get it.
+const holdEnv = "MCPSIDECAR_HOLD_FILE"
+
+// childEnv is the environment of every program a probe starts.
+func childEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, holdEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // spawnSelf starts this binary with args: the only program a no-shell
 // image holds, so the one that tells whether execve is refused.
 func (e *Env) spawnSelf(args ...string) (*exec.Cmd, error) {
@@ -137,6 +156,7 @@ func (e *Env) spawnSelf(args ...string) (*exec.Cmd, error) {
 		return nil, errors.New("the probe's own executable path is unknown")
 	}
 	cmd := exec.Command(e.Self, args...)
+	cmd.Env = childEnv()
 	return cmd, cmd.Start()
 }
 
@@ -145,12 +165,20 @@ func (e *Env) sleeper(d time.Duration) (*exec.Cmd, error) {
 	return e.spawnSelf("probe", "--"+ChildSleepFlag+"="+d.String())
 }
 
-// stop kills and reaps a child.
+// childLife bounds how long a sleeping child lives, so a child that
+// cannot be killed holds the suite back only briefly.
+const childLife = 5 * time.Second
+
+// stop kills and reaps a child. kill(2) is the fallback when the pidfd
+// path of os.Process fails.
 func stop(cmd *exec.Cmd) {
-	if cmd != nil && cmd.Process != nil {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
+	if cmd == nil || cmd.Process == nil {
+		return
 	}
+	if err := cmd.Process.Kill(); err != nil {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGKILL)
+	}
+	_ = cmd.Wait()
 }
 
 // writeProbe creates and removes a file in dir: can the sandbox write there?
