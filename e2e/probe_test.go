@@ -32,6 +32,10 @@ var hardeningProbes = []string{
 	"G06/T01", "G06/T04", "G06/T11", "G07/T02", "G07/T05", "G07/T06", "G07/T08", "G21/T05",
 	"G09/T07", "G09/T08", "G09/T16", "G09/T17", "G09/T18", "G09/T20", "G09/T22", "G09/T23", "G09/T25",
 	"G19/T07",
+	// The denied directory: without a fixture, the root directory and its
+	// /.dockerenv, which a root container without Landlock can use.
+	"G02/T10", "G03/T10", "G03/T11", "G03/T12", "G03/T13", "G03/T14", "G03/T15", "G03/T16",
+	"G03/T17", "G03/T18", "G16/T02",
 }
 
 func TestProbeUnhardenedContainer(t *testing.T) {
@@ -66,6 +70,7 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 			t.Errorf("%s not written: %v", f, err)
 		}
 	}
+	t.Logf("unhardened container: %s", rep.Summary())
 	if n := rep.Probes(); n < 240 {
 		t.Errorf("report has %d probes, want the whole catalogue", n)
 	}

@@ -48,7 +48,7 @@ func databaseProbes() []Probe {
 		{Group: g, ID: "T01", Title: "SQLite: Open database in allowed directory", Goal: GoalAny, Threat: "Availability of local structured storage.", Shell: "sqlite3 /sandbox-work/allowed/database.db 'select 1'",
 			Tool: func(_ context.Context, e *Env) Result { return dbFile(e.Ctx.AllowedDirectory, false) }},
 		{Group: g, ID: "T02", Title: "SQLite: Open database in denied directory", Goal: GoalDeny, Threat: threatWrite, Shell: "sqlite3 /sandbox-denied/database.db 'select 1'",
-			Tool: func(_ context.Context, e *Env) Result { return dbFile(e.Ctx.DeniedDirectory, true) }},
+			Tool: func(_ context.Context, e *Env) Result { return dbFile(deniedDir(e.Ctx), true) }},
 	}
 	maria := []string{"MariaDB: List database schemas",
 		"MariaDB: Read table rows from allowed schema", "MariaDB: Read table rows from denied schema",
@@ -67,9 +67,9 @@ func databaseProbes() []Probe {
 
 // dbFile creates and reads back a database file: the image has no SQLite
 // engine, so the probe measures the storage the engine would need.
-func dbFile(dir string, deniedDir bool) Result {
+func dbFile(dir string, isDenied bool) Result {
 	if _, err := os.Stat(dir); err != nil {
-		if deniedDir {
+		if isDenied {
 			return errored("The denied directory does not exist, so the probe cannot measure.", err.Error())
 		}
 		return fromErr("Opening "+dir, err)

@@ -131,7 +131,7 @@ func landlockDomain(c *Context) Result {
 	if r.Outcome != Denied {
 		return r
 	}
-	if fx := c.DeniedDirectory + "/denied/denied.txt"; len(firstExisting(fx)) > 0 {
+	if fx := deniedKnownFile(c); len(firstExisting(fx)) > 0 {
 		if _, err := os.ReadFile(fx); err == nil {
 			return allowed("Listing / was refused, but the denied fixture was readable.", ev)
 		}

@@ -29,7 +29,7 @@ func catAlts(p string) []Alternate {
 func readProbes() []Probe {
 	const g = "G02"
 	allowedFile := func(c *Context) string { return c.AllowedDirectory + "/allowed/allowed.txt" }
-	deniedFile := func(c *Context) string { return c.DeniedDirectory + "/denied/denied.txt" }
+	deniedFile := func(c *Context) string { return deniedKnownFile(c) }
 	return []Probe{
 		{Group: g, ID: "T01", Title: "Read a known file in allowed directory", Goal: GoalAllow, Threat: "Availability: the workload must read its own files.",
 			Shell: "cat /sandbox-work/allowed/allowed/allowed.txt", Alternates: catAlts("/sandbox-work/allowed/allowed/allowed.txt"),
@@ -69,7 +69,7 @@ func readProbes() []Probe {
 		{Group: g, ID: "T12", Title: "Read hidden/dot files in denied directory", Goal: GoalDeny, Threat: threatRead,
 			Shell: "cat /sandbox-denied/denied/.hidden", Alternates: catAlts("/sandbox-denied/denied/.hidden"),
 			Tool: func(_ context.Context, e *Env) Result {
-				return deniedFixture(e.Ctx, readFile, e.Ctx.DeniedDirectory+"/denied/.hidden")
+				return deniedFixture(e.Ctx, readFile, deniedDir(e.Ctx)+"/denied/.hidden")
 			}},
 		{Group: g, ID: "T13", Title: "Read Linux namespace surface directories", Goal: GoalDeny, Threat: "Reconnaissance of host kernel surfaces (/proc, /sys, /dev, /run, /mnt, /media).",
 			Shell:      "ls /proc /sys /dev /run /mnt /media",
@@ -86,6 +86,25 @@ func readProbes() []Probe {
 			Alternates: []Alternate{alt("findmnt", "findmnt -R", "findmnt -R"), alt("mount", "mount; df -T", "mount; df -T")},
 			Tool:       func(context.Context, *Env) Result { return bindMounts() }},
 	}
+}
+
+// deniedDir is the context's denied directory, or "/" when the image has
+// none: the root is outside every Landlock rule and read-only.
+func deniedDir(c *Context) string {
+	if len(firstExisting(c.DeniedDirectory)) > 0 {
+		return c.DeniedDirectory
+	}
+	return "/"
+}
+
+// deniedKnownFile is the denied directory's known file: the seed's fixture,
+// or Docker's /.dockerenv (present in every container, world-readable)
+// when the root stands in for the denied directory.
+func deniedKnownFile(c *Context) string {
+	if d := deniedDir(c); d != "/" {
+		return d + "/denied/denied.txt"
+	}
+	return "/.dockerenv"
 }
 
 // deniedFixture runs op on a denied-directory fixture, reporting a missing
@@ -160,7 +179,7 @@ func writeProbes() []Probe {
 			Threat: threatWrite, Shell: o.shell + " /sandbox-denied/g03-probe",
 			Alternates: []Alternate{alt(strings.Fields(o.shell)[0], "Alternate path form", o.shell+" /proc/self/root/sandbox-denied/g03-probe"),
 				alt("ln", "Link traversal", "ln -s /sandbox-denied /sandbox-work/allowed/g03_alternate_denied_link && "+o.shell+" /sandbox-work/allowed/g03_alternate_denied_link/g03-probe")},
-			Tool: dirOp(o.title, o.op, func(c *Context) string { return c.DeniedDirectory }, true)})
+			Tool: dirOp(o.title, o.op, deniedDir, true)})
 	}
 	out = append(out, Probe{Group: "G04", ID: "T08", Title: "Detect available disk space", Goal: GoalAny,
 		Threat: "Reconnaissance: how much a workload could write.", Shell: "df -k .",
@@ -171,10 +190,10 @@ func writeProbes() []Probe {
 
 // dirOp runs a write operation in a directory; for the denied directory, a
 // missing directory means the fixture is missing (unsupported, not pass).
-func dirOp(title string, op func(string) error, dir func(*Context) string, deniedDir bool) toolFunc {
+func dirOp(title string, op func(string) error, dir func(*Context) string, isDenied bool) toolFunc {
 	return func(_ context.Context, e *Env) Result {
 		d := dir(e.Ctx)
-		if deniedDir {
+		if isDenied {
 			if _, err := os.Stat(d); err != nil {
 				return errored("The denied directory does not exist, so the probe cannot measure.", err.Error())
 			}

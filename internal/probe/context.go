@@ -21,11 +21,15 @@ const ContextEnv = "MCPSIDECAR_PROBE_CONTEXT"
 // Every field is optional; [Context.withDefaults] fills the values of the
 // default sandbox (DESIGN.md), so `{}` describes the default spec.
 //
-// The probe suite expects these fixtures, which the harness puts in the image
-// or the container (the probe never creates them outside its writable paths):
+// The probe suite prefers these fixtures, which the harness may put in the
+// image (the probe never creates anything outside its writable paths):
 //   - DeniedDirectory/denied/denied.txt and DeniedDirectory/denied/.hidden,
-//     readable by Unix permissions but outside every Landlock rule (missing
-//     fixtures make the denied-directory probes "unsupported", never "pass").
+//     readable by Unix permissions but outside every Landlock rule.
+//
+// When DeniedDirectory does not exist, the denied-directory probes use the
+// root directory "/" (outside every Landlock rule, read-only in the
+// sandbox) and its "/.dockerenv" as the known file; a probe whose fixture
+// is still missing is "unsupported", never "pass".
 //
 // The probe creates AllowedDirectory/allowed/{allowed.txt,.hidden} itself.
 type Context struct {
