@@ -71,12 +71,14 @@ func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
+	// The container's cgroup limits, read before the policy may hide /sys.
+	snap := probe.TakeSnapshot()
 	if !o.unhardened {
 		if err := hardenRole("probe", getenv, s.Err, true, ""); err != nil {
 			return err
 		}
 	}
-	rep, err := probe.Run(ctx, pc, probe.Options{OutDir: o.out, SerializeEvidence: o.serializeEvidence, Progress: s.Out})
+	rep, err := probe.Run(ctx, pc, probe.Options{OutDir: o.out, SerializeEvidence: o.serializeEvidence, Progress: s.Out, Snapshot: snap})
 	if err != nil {
 		return fmt.Errorf("running the probe suite: %w", err)
 	}

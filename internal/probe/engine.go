@@ -60,6 +60,8 @@ type Options struct {
 	Progress io.Writer
 	// Self is the binary the spawn probes execute (default: this one).
 	Self string
+	// Snapshot is what was read before hardening ([TakeSnapshot]).
+	Snapshot *Snapshot
 }
 
 // Env is what a tool path works with.
@@ -67,6 +69,8 @@ type Env struct {
 	Ctx *Context
 	// Self is the path of this binary, for spawn probes.
 	Self string
+	// Snap is what was read before hardening, or nil.
+	Snap *Snapshot
 }
 
 // Run runs the suite in order, appending live progress to status.ndjson,
@@ -86,7 +90,7 @@ func Run(ctx context.Context, c *Context, opts Options) (*Report, error) {
 	if opts.Self == "" {
 		opts.Self, _ = os.Executable()
 	}
-	env := &Env{Ctx: c, Self: opts.Self}
+	env := &Env{Ctx: c, Self: opts.Self, Snap: opts.Snapshot}
 	prepareFixtures(c)
 	rep := &Report{}
 	for _, g := range opts.Groups {

@@ -16,9 +16,33 @@ import (
 // (v1 reports a page-rounded int64 max).
 const unlimited = int64(1) << 62
 
-// readLimit reads the first readable cgroup limit file: "max" and huge
-// values are -1 (no limit).
-func readLimit(paths ...string) (int64, string, error) {
+// cgroupLimitFiles are the cgroup v2 and v1 files of the pids and memory
+// limits.
+var cgroupLimitFiles = []string{"/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max",
+	"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// Snapshot holds what the suite reads before the role hardens itself:
+// the container's cgroup limits, which Docker sets and no in-process policy
+// changes, but which the role's Landlock policy may hide (/sys).
+type Snapshot struct {
+	Files map[string]string
+}
+
+// TakeSnapshot reads the cgroup limit files; call it before hardening.
+func TakeSnapshot() *Snapshot {
+	s := &Snapshot{Files: map[string]string{}}
+	for _, p := range cgroupLimitFiles {
+		if data, err := os.ReadFile(p); err == nil {
+			s.Files[p] = string(data)
+		}
+	}
+	return s
+}
+
+// readLimit reads the first readable cgroup limit file, falling back to
+// the snapshot taken before hardening: "max" and huge values are -1 (no
+// limit).
+func readLimit(snap *Snapshot, paths ...string) (int64, string, error) {
 	var last error = os.ErrNotExist
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
@@ -28,6 +52,14 @@ func readLimit(paths ...string) (int64, string, error) {
 		}
 		v, err := parseLimit(string(data))
 		return v, p, err
+	}
+	if snap != nil {
+		for _, p := range paths {
+			if data, ok := snap.Files[p]; ok {
+				v, err := parseLimit(data)
+				return v, p + " (read before hardening)", err
+			}
+		}
 	}
 	return 0, "", last
 }
@@ -61,8 +93,8 @@ func judgeLimit(what string, v, declared int64, src string) Result {
 	return denied(fmt.Sprintf("The %s limit %d holds.", what, v), ev)
 }
 
-func pidsLimit(declared int64) Result {
-	v, src, err := readLimit("/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max")
+func pidsLimit(snap *Snapshot, declared int64) Result {
+	v, src, err := readLimit(snap, "/sys/fs/cgroup/pids.max", "/sys/fs/cgroup/pids/pids.max")
 	if err == nil {
 		return judgeLimit("pids", v, declared, src)
 	}
@@ -77,8 +109,8 @@ func pidsLimit(declared int64) Result {
 	return judgeLimit("pids", n, declared, "RLIMIT_NPROC (cgroup unreadable: "+err.Error()+")")
 }
 
-func memoryLimit(declared int64) Result {
-	v, src, err := readLimit("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
+func memoryLimit(snap *Snapshot, declared int64) Result {
+	v, src, err := readLimit(snap, "/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes")
 	if err != nil {
 		return errored("The memory cgroup is not readable, so the probe cannot measure.", err.Error())
 	}

@@ -169,3 +169,17 @@ func TestAggregate(t *testing.T) {
 		})
 	}
 }
+
+func TestReadLimitSnapshot(t *testing.T) {
+	snap := &Snapshot{Files: map[string]string{"/nonexistent/memory.max": "268435456\n"}}
+	v, src, err := readLimit(snap, "/nonexistent/memory.max")
+	if err != nil || v != 268435456 || src != "/nonexistent/memory.max (read before hardening)" {
+		t.Errorf("got %d %q %v", v, src, err)
+	}
+	if _, _, err := readLimit(nil, "/nonexistent/memory.max"); err == nil {
+		t.Error("no file and no snapshot: want an error")
+	}
+	if r := memoryLimit(&Snapshot{Files: map[string]string{"/sys/fs/cgroup/memory.max": "max\n"}}, 0); r.Outcome == Denied {
+		t.Errorf("an unlimited snapshot passed: %s", r.Summary)
+	}
+}
