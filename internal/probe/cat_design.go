@@ -48,12 +48,15 @@ func designProbes() []Probe {
 		{Group: g, ID: "T07", Title: "Reach a link-local or private address through the gateway", Goal: GoalDeny, Adjust: needGateway,
 			Threat: "SSRF: the gateway used to reach cloud metadata (169.254.169.254) or a private address.",
 			Tool: func(ctx context.Context, e *Env) Result {
+				var ev []string
 				for _, u := range []string{"http://169.254.169.254/latest/meta-data/", "http://[::ffff:169.254.169.254]/latest/meta-data/"} {
-					if r := gatewayRefuses(ctx, e, u); r.Outcome != Denied {
+					r := gatewayRefuses(ctx, e, u)
+					if r.Outcome != Denied {
 						return r
 					}
+					ev = append(ev, u+": "+r.Evidence)
 				}
-				return denied("The gateway refused every link-local target with 403.", "")
+				return denied("The gateway refused every link-local target with 403.", strings.Join(ev, " | "))
 			}},
 		{Group: g, ID: "T08", Title: "Reach the MCP sidecar", Goal: GoalAllow,
 			Adjust: func(c *Context) Goal {
