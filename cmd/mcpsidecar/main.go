@@ -21,7 +21,7 @@ const exitForced = 130
 var holdTimeout = 2 * time.Minute
 
 func main() {
-	if err := hold(os.Getenv("MCPSIDECAR_HOLD_FILE")); err != nil {
+	if err := holdFromEnv(); err != nil {
 		fmt.Fprintln(os.Stderr, "mcpsidecar:", err)
 		os.Exit(1)
 	}
@@ -41,6 +41,18 @@ func main() {
 	code := cli.Run(ctx, os.Args[1:], cli.Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr})
 	cancel()
 	os.Exit(code)
+}
+
+// holdEnv names the release file a held role waits for.
+const holdEnv = "MCPSIDECAR_HOLD_FILE"
+
+// holdFromEnv holds as $MCPSIDECAR_HOLD_FILE says, then unsets it: the hold
+// is for this process only, and a child it starts (under shell_access) must
+// not wait for a release file that is already gone.
+func holdFromEnv() error {
+	err := hold(os.Getenv(holdEnv))
+	_ = os.Unsetenv(holdEnv)
+	return err
 }
 
 // hold waits, before any work, until the harness creates file: it first

@@ -35,3 +35,17 @@ func TestHold(t *testing.T) {
 		t.Fatalf("got %v, want a timeout", err)
 	}
 }
+
+func TestHoldFromEnvUnsets(t *testing.T) {
+	file := filepath.Join(t.TempDir(), ".mcpsidecar-start")
+	if err := os.WriteFile(file, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(holdEnv, file)
+	if err := holdFromEnv(); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := os.LookupEnv(holdEnv); ok {
+		t.Errorf("%s is still set (%q): a child would wait for a file that is gone", holdEnv, v)
+	}
+}
