@@ -26,6 +26,7 @@ type sidecarOptions struct {
 	upstreamTimeout time.Duration
 	maxSessions     int
 	maxBodyBytes    int64
+	noUpstream      bool
 }
 
 func newSidecarCmd(s Streams) *cobra.Command {
@@ -37,6 +38,10 @@ func newSidecarCmd(s Streams) *cobra.Command {
 mcp-sidecar://instructions/answer-format.md, and proxy tools for the Microsoft Learn
 MCP server (microsoft_docs_search, microsoft_docs_fetch, microsoft_code_sample_search).
 Every tools/call and resources/read is one line in the --audit-log file.
+
+With --no-upstream (doctor and test-sandbox runs) the proxy tools stay listed but
+every call fails with a tool error and nothing contacts the upstream, not even a
+DNS lookup through the gateway.
 
 Upstream requests honour HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read once at start.
 SIGTERM or SIGINT shuts down gracefully: in-flight calls finish or time out, and the
@@ -56,6 +61,7 @@ audit log is synced before the process exits.`,
 	f.StringVar(&o.upstreamURL, "upstream-url", learn.DefaultEndpoint, "Microsoft Learn MCP endpoint to proxy")
 	f.DurationVar(&o.upstreamTimeout, "upstream-timeout", sidecar.DefaultUpstreamTimeout, "timeout of one upstream call")
 	f.IntVar(&o.maxSessions, "max-sessions", sidecar.DefaultMaxSessions, "maximum concurrent client connections")
+	f.BoolVar(&o.noUpstream, "no-upstream", false, "offline mode (doctor/test-sandbox): list the Learn tools but never contact the upstream; their calls fail")
 	f.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "maximum size of one request body")
 	return cmd
 }
@@ -83,6 +89,7 @@ func runSidecar(ctx context.Context, s Streams, o sidecarOptions) error {
 		MaxBodyBytes:    o.maxBodyBytes,
 		Proxy:           sidecar.ProxyFromEnv(os.Getenv),
 		Logger:          log,
+		NoUpstream:      o.noUpstream,
 	}
 	if o.auditLog != "" {
 		audit, err := sidecar.OpenAuditLog(o.auditLog)
@@ -114,7 +121,7 @@ func runSidecar(ctx context.Context, s Streams, o sidecarOptions) error {
 		_ = cfg.Audit.Close()
 		return err
 	}
-	log.Info("sidecar listening", "addr", ln.Addr().String(), "mcp", sidecar.MCPPath, "health", sidecar.HealthPath, "upstream", o.upstreamURL)
+	log.Info("sidecar listening", "addr", ln.Addr().String(), "mcp", sidecar.MCPPath, "health", sidecar.HealthPath, "upstream", o.upstreamURL, "no_upstream", o.noUpstream)
 	return sc.Serve(ctx, ln)
 }
 

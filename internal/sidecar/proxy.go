@@ -29,6 +29,9 @@ func ptr[T any](v T) *T { return &v }
 
 func (s *Sidecar) proxyHandler(t learn.Tool) mcp.ToolHandlerFor[map[string]any, any] {
 	return func(ctx context.Context, _ *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+		if s.cfg.NoUpstream {
+			return nil, nil, ErrNoUpstream
+		}
 		args := make(map[string]any, len(t.Properties))
 		for name := range t.Properties {
 			if v, ok := in[name]; ok {

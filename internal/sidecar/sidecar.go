@@ -95,9 +95,19 @@ type Config struct {
 	// DisableLocalhostProtection turns off the SDK's DNS-rebinding guard.
 	// Only tests that reach the sidecar through a loopback proxy need it.
 	DisableLocalhostProtection bool
+	// NoUpstream is the offline mode of doctor and test-sandbox runs: the
+	// Learn proxy tools stay listed with their published schemas, but no
+	// upstream session is ever attempted (no start-up check either) and a
+	// call fails with [ErrNoUpstream]. The threat: even a refused connect
+	// through the gateway makes it resolve the upstream's real name, and that
+	// DNS query leaves the machine; those runs promise nothing does.
+	NoUpstream bool
 	// Logger gets operational messages (default: discard).
 	Logger *slog.Logger
 }
+
+// ErrNoUpstream is the tool error of a proxy call in [Config.NoUpstream] mode.
+var ErrNoUpstream = errors.New("no upstream in this run: the sidecar was started with --no-upstream (doctor/test-sandbox)")
 
 // ProxyFromEnv returns the proxy function for the upstream client, read
 // once from getenv: HTTP_PROXY/HTTPS_PROXY/NO_PROXY (or lower-case). It
@@ -208,6 +218,9 @@ func (s *Sidecar) routes() http.Handler {
 // CheckUpstream connects to the upstream and checks its tool list now,
 // instead of at the first call. It returns the per-tool problems found.
 func (s *Sidecar) CheckUpstream(ctx context.Context) (map[string]error, error) {
+	if s.cfg.NoUpstream {
+		return nil, ErrNoUpstream
+	}
 	ctx, cancel := upstreamContext(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	_, problems, err := s.up.session(ctx)
@@ -226,7 +239,11 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	go s.checkAtStart(ctx)
+	if s.cfg.NoUpstream {
+		s.log.Info("upstream disabled (--no-upstream): the Learn proxy tools answer with an error")
+	} else {
+		go s.checkAtStart(ctx)
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	var serveErr error
