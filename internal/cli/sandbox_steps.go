@@ -40,6 +40,9 @@ func (j *job) makeRunDir(context.Context) error {
 	if err != nil {
 		return err
 	}
+	if orchestrate.SidecarOffline(in.Workload) {
+		j.meta.Degradations = append(j.meta.Degradations, orchestrate.NoteSidecarOffline)
+	}
 	for _, st := range plan.Containers {
 		uid, gid := outputOwner(st)
 		if _, err := dir.MkdirOutput(st.Role, uid, gid); err != nil {

@@ -220,10 +220,8 @@ func (in Input) cmd(role string, c spec.Container) []string {
 	if o, ok := in.CmdOverride[role]; ok {
 		return append([]string{}, o...)
 	}
-	if role == RoleSidecar && !contains(c.Cmd, "--audit-log") {
-		// The audit log is an artifact of the run: it must land in the
-		// sidecar's output directory.
-		return append(append([]string{}, c.Cmd...), "--audit-log", outputTarget(c)+"/"+AuditFile)
+	if role == RoleSidecar {
+		return in.sidecarCmd(c)
 	}
 	if role != RoleAgent {
 		return append([]string{}, c.Cmd...)
@@ -234,6 +232,35 @@ func (in Input) cmd(role string, c spec.Container) []string {
 	}
 	return append(cmd, in.WorkloadArgs...)
 }
+
+// sidecarCmd is the spec's sidecar command plus the run's artifacts and
+// mode. The audit log is an artifact of the run: it must land in the
+// sidecar's output directory. Doctor and test-sandbox runs add
+// FlagNoUpstream (see SidecarOffline).
+func (in Input) sidecarCmd(c spec.Container) []string {
+	cmd := append([]string{}, c.Cmd...)
+	if !contains(cmd, "--audit-log") {
+		cmd = append(cmd, "--audit-log", outputTarget(c)+"/"+AuditFile)
+	}
+	if SidecarOffline(in.Workload) && !contains(cmd, FlagNoUpstream) {
+		cmd = append(cmd, FlagNoUpstream)
+	}
+	return cmd
+}
+
+// FlagNoUpstream starts the sidecar without its upstream.
+const FlagNoUpstream = "--no-upstream"
+
+// NoteSidecarOffline is recorded in run-metadata.json's degradations of
+// every run whose sidecar is started with FlagNoUpstream.
+const NoteSidecarOffline = "sidecar upstream disabled for doctor/test-sandbox: no traffic leaves the machine (the Learn proxy tools answer with an error)"
+
+// SidecarOffline reports whether the workload's sidecar runs with
+// FlagNoUpstream: every workload but the model loop. The threat: the
+// sidecar's upstream check goes through the gateway, which resolves the
+// upstream's real name, and that DNS query leaves the machine; doctor and
+// test-sandbox promise that nothing does, and neither calls a proxy tool.
+func SidecarOffline(w Workload) bool { return w != WorkloadAgent }
 
 // attachments puts a dual-homed container on the egress network first (its
 // default route), then on the internal one where the others reach it by

@@ -220,3 +220,30 @@ func TestPlanRejects(t *testing.T) {
 		})
 	}
 }
+
+// TestSidecarCmd: doctor and test-sandbox start the sidecar offline, run
+// does not; flags the spec already has are not repeated.
+func TestSidecarCmd(t *testing.T) {
+	audit := []string{"--audit-log", "/sandbox-output/" + AuditFile}
+	tests := []struct {
+		name     string
+		workload Workload
+		specCmd  []string
+		want     []string
+	}{
+		{"run", WorkloadAgent, []string{"sidecar"}, append([]string{"sidecar"}, audit...)},
+		{"doctor", WorkloadCheck, []string{"sidecar"}, append(append([]string{"sidecar"}, audit...), FlagNoUpstream)},
+		{"test-sandbox", WorkloadProbe, []string{"sidecar"}, append(append([]string{"sidecar"}, audit...), FlagNoUpstream)},
+		{"spec has both", WorkloadCheck, []string{"sidecar", FlagNoUpstream, "--audit-log", "/x"}, []string{"sidecar", FlagNoUpstream, "--audit-log", "/x"}},
+		{"run keeps spec audit", WorkloadAgent, []string{"sidecar", "--audit-log", "/x"}, []string{"sidecar", "--audit-log", "/x"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Workload: tt.workload}
+			got := in.cmd(RoleSidecar, spec.Container{Cmd: tt.specCmd})
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("sidecar cmd (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
