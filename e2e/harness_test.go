@@ -12,10 +12,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -154,6 +156,40 @@ func TestHarnessDoctor(t *testing.T) {
 		t.Errorf("a container kept its default route:\n%s", c.Stderr.String())
 	}
 	hxCheckHardening(t, m, c.Stderr.String())
+	hxNoRealLookups(t, runDir, m)
+}
+
+// hxNoRealLookups: the run asked the gateway for no real name (every
+// decision line's host is an IP literal or under a reserved suffix), so no
+// DNS query left the machine, and run-metadata.json says the sidecar ran
+// without its upstream (before --no-upstream, every doctor and test-sandbox
+// run made the gateway resolve learn.microsoft.com).
+func hxNoRealLookups(t *testing.T, runDir string, m hxMeta) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, "egress-decisions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	reserved := []string{".invalid", ".test", ".example", ".internal"}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		var d struct {
+			Host string `json:"host"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatalf("egress-decisions.jsonl:%d: %v", n, err)
+		}
+		host := strings.TrimSuffix(strings.ToLower(d.Host), ".")
+		if net.ParseIP(strings.Trim(host, "[]")) != nil || slices.ContainsFunc(reserved, func(r string) bool { return strings.HasSuffix(host, r) }) {
+			continue
+		}
+		t.Errorf("egress-decisions.jsonl:%d: the gateway was asked for the real name %q (a DNS query leaves the machine): %s", n, d.Host, sc.Bytes())
+	}
+	const note = "sidecar upstream disabled for doctor/test-sandbox"
+	if !slices.ContainsFunc(m.Degradations, func(d string) bool { return strings.Contains(d, note) }) {
+		t.Errorf("degradations %q lack %q", m.Degradations, note)
+	}
 }
 
 // hxCheckHardening: every role's report is in run-metadata.json as the
@@ -190,6 +226,7 @@ func TestHarnessTestSandbox(t *testing.T) {
 	if m.Command != "test-sandbox" || !m.Verdict.OK || m.ExitCode != code {
 		t.Errorf("metadata: command %q verdict %v exit %d (process %d)", m.Command, m.Verdict.OK, m.ExitCode, code)
 	}
+	hxNoRealLookups(t, runDir, m)
 }
 
 func hxTail(s string, n int) string {
