@@ -3,12 +3,14 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"text/tabwriter"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
 	"github.com/spf13/cobra"
 )
 
@@ -35,14 +37,14 @@ func newRunsCmd(s Streams) *cobra.Command {
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	show := &cobra.Command{
 		Use:   "show RUN",
-		Short: "Show one run: summary, verdict, phase timings and artifact paths",
+		Short: "Show one run: summary, verdict, phase timings, the joined timeline and artifact paths",
 		Long:  "show takes a run id (run-...), a unique prefix of one, or a run directory path.",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runsShow(s, dir, args[0], asJSON)
 		},
 	}
-	show.Flags().BoolVar(&asJSON, "json", false, "print run-metadata.json")
+	show.Flags().BoolVar(&asJSON, "json", false, "print the joined data: run-metadata.json's fields plus events, probe results and problems")
 	cmd.AddCommand(list, show)
 	return cmd
 }
@@ -90,10 +92,15 @@ func runsShow(s Streams, dir, ref string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
+	// The joined timeline (internal/timeline): with --json the whole joined
+	// data, whose top-level fields are run-metadata.json's; otherwise the
+	// events, with each call's egress indented, after the tables below.
+	tl, err := timeline.Build(path)
+	if err != nil {
+		return err
+	}
 	if asJSON {
-		b, _ := json.MarshalIndent(m, "", "  ")
-		fmt.Fprintln(s.Out, string(b))
-		return nil
+		return tl.Render(s.Out, timeline.RenderOptions{JSON: true})
 	}
 	fmt.Fprintf(s.Out, "run %s (%s), exit code %d\n", m.RunID, m.Command, m.ExitCode)
 	fmt.Fprintf(s.Out, "started %s, took %s\n", m.Started.Format("2006-01-02 15:04:05Z"), m.Finished.Sub(m.Started).Round(1e6))
@@ -125,7 +132,21 @@ func runsShow(s Streams, dir, ref string, asJSON bool) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	if err := tl.Render(s.Out, timeline.RenderOptions{TimelineOnly: true, Color: colorTerminal(s.Out)}); err != nil {
+		return err
+	}
 	return listArtifacts(s, path)
+}
+
+// colorTerminal reports whether w is a terminal and NO_COLOR is unset, so
+// denials can be highlighted in colour.
+func colorTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok || os.Getenv("NO_COLOR") != "" {
+		return false
+	}
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0
 }
 
 func listArtifacts(s Streams, path string) error {

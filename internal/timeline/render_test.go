@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -99,6 +100,15 @@ func TestRenderOptions(t *testing.T) {
 		if got.Schema != Schema || len(got.Events) != len(tl.Events) || len(got.Problems) != len(tl.Problems) || got.Policy == nil {
 			t.Errorf("--json: schema %q, %d events, %d problems, policy %v; want %q, %d, %d, set",
 				got.Schema, len(got.Events), len(got.Problems), got.Policy, Schema, len(tl.Events), len(tl.Problems))
+		}
+	})
+	t.Run("timeline only", func(t *testing.T) {
+		var out bytes.Buffer
+		if err := tl.Render(&out, RenderOptions{TimelineOnly: true}); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(out.String(), "\nTimeline") || strings.Contains(out.String(), "Phases") {
+			t.Errorf("TimelineOnly printed more than the timeline:\n%s", out.String())
 		}
 	})
 	t.Run("write errors are returned", func(t *testing.T) {

@@ -18,6 +18,9 @@ type RenderOptions struct {
 	// Color highlights denials and failures with ANSI colours; leave it
 	// off when the writer is not a terminal.
 	Color bool
+	// TimelineOnly skips the run header, checks, phase and container
+	// tables, for a caller that printed those itself.
+	TimelineOnly bool
 }
 
 const (
@@ -40,9 +43,11 @@ func (t *Timeline) Render(w io.Writer, opts RenderOptions) error {
 		return nil
 	}
 	p := &printer{w: w, color: opts.Color, t: t}
-	p.header()
-	p.phases()
-	p.containers()
+	if !opts.TimelineOnly {
+		p.header()
+		p.phases()
+		p.containers()
+	}
 	p.events()
 	p.probes()
 	p.problems()
