@@ -45,6 +45,7 @@ func TestAgentOfflineRun(t *testing.T) {
 		agCheckAnswer(t, runDir, r.stdout)
 		search := agCheckAudit(t, runDir)
 		agCheckDecisions(t, runDir, search)
+		checkTimelineLinksSearch(t, runDir, agLearnHost) // the timeline joins the search call to its upstream request
 		agCheckNoSecret(t, runDir, s.key)
 		agCheckNothingLeft(t, r.id)
 		agReportFigures(t, runDir, r.wall, r.w.peak)
