@@ -21,8 +21,16 @@ unit:
 e2e: build
 	MCPSIDECAR_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags docker -timeout 40m ./e2e/...
 
+# Bounded fuzz runs: the spec compiler for a time, the other parsers of
+# untrusted input for a fixed number of inputs (count-based runs do not
+# stall on a loaded machine).
+FUZZCOUNT ?= 5000x
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzLoadResolve$$' -fuzztime $(FUZZTIME) ./internal/spec/
+	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeHost$$' -fuzztime $(FUZZCOUNT) ./internal/netpolicy/
+	$(GO) test -run '^$$' -fuzz '^FuzzAuthorize$$' -fuzztime $(FUZZCOUNT) ./internal/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZCOUNT) ./internal/harden/
+	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZCOUNT) ./internal/timeline/
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
