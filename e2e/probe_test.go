@@ -7,16 +7,21 @@ package e2e
 // host's Docker socket, and a labelled non-internal bridge network (a
 // default route out). Every hardening probe must report a violation there,
 // so none can pass vacuously. The probes only inspect routes, resolve
-// reserved names and talk to the Docker socket's /_ping: nothing leaves
-// the machine.
+// reserved names and talk to the Docker socket's /_ping. Docker's embedded
+// DNS would forward the reserved names to the host's resolver, off the
+// machine, so the container's --dns is a fixture on the test's network
+// that answers NXDOMAIN to everything: the DNS probes still see a name
+// server answer, and nothing leaves the machine.
 
 import (
 	"encoding/json"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 )
@@ -49,13 +54,15 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 	buildProbeImage(t, image, label)
 	network := "mcpsidecar-probe-e2e-" + id
 	probeDocker(t, "network", "create", "--label", TestLabel, "--label", label, network)
+	dnsName := "mcpsidecar-probe-e2e-" + id + "-dns"
+	dnsIP := startDNSFixture(t, id, label, network, dnsName)
 	out := t.TempDir()
 	if err := os.Chmod(out, 0o777); err != nil {
 		t.Fatal(err)
 	}
 	pctx, _ := json.Marshal(map[string]any{"sidecar_url": "http://mcp-sidecar.invalid:8000/mcp"})
 	probeDocker(t, "run", "--name", "mcpsidecar-probe-e2e-"+id, "--label", TestLabel, "--label", label,
-		"--network", network, "--security-opt", "seccomp=unconfined", "--user", "0:0",
+		"--network", network, "--dns", dnsIP, "--security-opt", "seccomp=unconfined", "--user", "0:0",
 		"--tmpfs", "/tmp:rw,exec", "--tmpfs", "/sandbox-work:rw,exec",
 		"-v", out+":/sandbox-output", "-v", "/var/run/docker.sock:/var/run/docker.sock",
 		"-e", "SANDBOX_AGENT_CONTAINER=1", "-e", probe.ContextEnv+"="+string(pctx),
@@ -83,6 +90,19 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 		}
 		if c.Verdict != probe.Violation {
 			t.Errorf("%s %q: verdict %s (%s), want violation in an unhardened container", key, c.Title, c.Verdict, c.Tool.Summary)
+		}
+	}
+	// The DNS probes' answers came from the fixture, not a real resolver.
+	for _, key := range []string{"G40/T05", "G09/T25"} {
+		g, p, _ := strings.Cut(key, "/")
+		if c := rep.Find(g, p); c == nil || !strings.Contains(c.Tool.Summary, "NXDOMAIN") {
+			t.Errorf("%s: %+v, want a name server's NXDOMAIN", key, c)
+		}
+	}
+	queries := probeDocker(t, "logs", dnsName)
+	for _, name := range []string{"probe-resolve.invalid.", "probe-dns.invalid.", "c2FuZGJveC10ZXN0ZXI.probe-exfil.invalid."} {
+		if !strings.Contains(queries, `"name":"`+name+`"`) {
+			t.Errorf("the DNS fixture never saw %s: the query went elsewhere\n%s", name, queries)
 		}
 	}
 	// The gateway probes have no gateway here: unsupported, never a pass.
@@ -114,6 +134,33 @@ func buildProbeImage(t *testing.T, image, label string) {
 		t.Fatal(err)
 	}
 	probeDocker(t, "build", "-q", "--label", TestLabel, "--label", label, "-t", image, dir)
+}
+
+// startDNSFixture runs the fixture's NXDOMAIN name server, hardened, on
+// network and returns its address there for --dns.
+func startDNSFixture(t *testing.T, id, label, network, name string) string {
+	t.Helper()
+	dir := t.TempDir()
+	image := "mcpsidecar-probe-e2e-dns:" + id
+	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
+	agBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
+	agWrite(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY fixture /fixture\nENTRYPOINT [\"/fixture\"]\n")
+	probeDocker(t, "build", "-q", "--label", TestLabel, "--label", label, "-t", image, dir)
+	probeDocker(t, "run", "-d", "--name", name, "--label", TestLabel, "--label", label,
+		"--network", network, "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+		"--user", "65532:65532", "--sysctl", "net.ipv4.ip_unprivileged_port_start=0",
+		"--memory", "64m", "--pids-limit", "64", image, "dns", "--listen", ":53")
+	ip := strings.TrimSpace(probeDocker(t, "inspect", "-f", "{{(index .NetworkSettings.Networks \""+network+"\").IPAddress}}", name))
+	if _, err := netip.ParseAddr(ip); err != nil {
+		t.Fatalf("the DNS fixture's address on %s: %q: %v", network, ip, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(probeDocker(t, "logs", name), `"listening"`); {
+		if time.Now().After(deadline) {
+			t.Fatal("the DNS fixture did not start listening within 30s")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ip
 }
 
 func probeDocker(t *testing.T, args ...string) string {
