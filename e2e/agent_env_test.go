@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -36,27 +35,6 @@ func agNeedDocker(t *testing.T) {
 	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
 		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)
 	}
-}
-
-// agDocker runs the docker CLI and returns its trimmed stdout.
-func agDocker(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := agDockerErr(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func agDockerErr(args ...string) (string, error) {
-	var stderr bytes.Buffer
-	cmd := exec.Command("docker", args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 func agRandHex(n int) string {
@@ -110,15 +88,15 @@ func agBinary(t *testing.T, id, dir string) string {
 // which the test checks before this runs.
 func agRemoveLeftovers(id string, fx agFixtures) {
 	filter := "label=mcpsidecar.e2e=" + id
-	if ids, err := agDockerErr("ps", "-aq", "--filter", filter); err == nil && ids != "" {
-		agDockerErr(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
+	if ids, err := dockerErr("ps", "-aq", "--filter", filter); err == nil && ids != "" {
+		dockerErr(append([]string{"rm", "-f"}, strings.Fields(ids)...)...)
 	}
-	nets, _ := agDockerErr("network", "ls", "-q", "--filter", filter)
+	nets, _ := dockerErr("network", "ls", "-q", "--filter", filter)
 	for _, n := range strings.Fields(nets) {
 		for _, c := range []string{fx.model, fx.learn} {
-			agDockerErr("network", "disconnect", "--force", n, c)
+			dockerErr("network", "disconnect", "--force", n, c)
 		}
-		agDockerErr("network", "rm", n)
+		dockerErr("network", "rm", n)
 	}
 }
 
@@ -134,7 +112,7 @@ func agRemoveRunImages(dir string) {
 		}
 		b, err := os.ReadFile(filepath.Join(runDir, "run-metadata.json"))
 		if err == nil && json.Unmarshal(b, &md) == nil && md.Image.Tag != "" {
-			agDockerErr("rmi", "-f", md.Image.Tag)
+			dockerErr("rmi", "-f", md.Image.Tag)
 		}
 	}
 }
@@ -177,11 +155,11 @@ func agCerts(t *testing.T, dir string) string {
 func agFixtureImage(t *testing.T, id, dir string) string {
 	t.Helper()
 	image := "mcpsidecar-e2e-fixture:" + id
-	t.Cleanup(func() { agDockerErr("rmi", "-f", image) })
+	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
 	agBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
 	agWrite(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY fixture /fixture\nCOPY certs /certs\nENTRYPOINT [\"/fixture\"]\n")
 	agWrite(t, filepath.Join(dir, ".dockerignore"), "*\n!fixture\n!certs\n")
-	agDocker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, dir)
+	docker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, dir)
 	return image
 }
 
@@ -195,8 +173,8 @@ type agFixtures struct {
 func agStartFixtures(t *testing.T, id, image, key, behaviour string) agFixtures {
 	t.Helper()
 	fx := agFixtures{network: "mcpsidecar-e2e-" + id + "-fixtures", model: "mcpsidecar-e2e-" + id + "-model", learn: "mcpsidecar-e2e-" + id + "-learn"}
-	t.Cleanup(func() { agDockerErr("network", "rm", fx.network) })
-	agDocker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", fx.network)
+	t.Cleanup(func() { dockerErr("network", "rm", fx.network) })
+	docker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", fx.network)
 	common := []string{"run", "-d", "--label", "mcpsidecar.test=1", "--network", fx.network, "--read-only",
 		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532",
 		"--sysctl", "net.ipv4.ip_unprivileged_port_start=0", "--memory", "128m", "--pids-limit", "64"}
@@ -208,9 +186,9 @@ func agStartFixtures(t *testing.T, id, image, key, behaviour string) agFixtures 
 		{fx.learn, []string{"learn", "--listen", ":443", "--path", "/api/mcp", "--tls-cert", "/certs/learn.pem", "--tls-key", "/certs/learn-key.pem"}},
 	} {
 		name := c.name
-		t.Cleanup(func() { agDockerErr("rm", "-f", name) })
+		t.Cleanup(func() { dockerErr("rm", "-f", name) })
 		args := append(append(append([]string{}, common...), "--name", name, image), c.args...)
-		agDocker(t, args...)
+		docker(t, args...)
 	}
 	return fx
 }
@@ -259,8 +237,8 @@ func agWatch(t *testing.T, id string, fx agFixtures) *agWatcher {
 	go w.loop(bufio.NewScanner(out))
 	// A network of our own proves the event stream is live before the run.
 	syncNet := "mcpsidecar-e2e-" + id + "-sync"
-	agDocker(t, "network", "create", "--label", "mcpsidecar.test=1", syncNet)
-	agDocker(t, "network", "rm", syncNet)
+	docker(t, "network", "create", "--label", "mcpsidecar.test=1", syncNet)
+	docker(t, "network", "rm", syncNet)
 	select {
 	case <-w.ready:
 	case <-time.After(30 * time.Second):
@@ -305,13 +283,13 @@ func (w *agWatcher) loop(sc *bufio.Scanner) {
 
 // ours reads the network's labels (network events carry none).
 func (w *agWatcher) ours(network string) bool {
-	out, err := agDockerErr("network", "inspect", "--format", `{{index .Labels "mcpsidecar.e2e"}}`, network)
+	out, err := dockerErr("network", "inspect", "--format", `{{index .Labels "mcpsidecar.e2e"}}`, network)
 	return err == nil && out == w.id
 }
 
 func (w *agWatcher) join(network string) {
 	for _, c := range []struct{ name, alias string }{{w.fx.model, agModelHost}, {w.fx.learn, agLearnHost}} {
-		if _, err := agDockerErr("network", "connect", "--alias", c.alias, network, c.name); err != nil {
+		if _, err := dockerErr("network", "connect", "--alias", c.alias, network, c.name); err != nil {
 			w.fail(err)
 		}
 	}
@@ -329,7 +307,7 @@ func (w *agWatcher) holdUntil(gateway string, joined chan struct{}) {
 		return
 	default:
 	}
-	if _, err := agDockerErr("pause", gateway); err != nil {
+	if _, err := dockerErr("pause", gateway); err != nil {
 		w.fail(err)
 		return
 	}
@@ -338,7 +316,7 @@ func (w *agWatcher) holdUntil(gateway string, joined chan struct{}) {
 	case <-time.After(time.Minute):
 		w.fail(errors.New("the fixtures did not join the egress network within a minute"))
 	}
-	if _, err := agDockerErr("unpause", gateway); err != nil {
+	if _, err := dockerErr("unpause", gateway); err != nil {
 		w.fail(err)
 	}
 }
@@ -379,7 +357,7 @@ func (w *agWatcher) leave() {
 	network := w.egress
 	w.mu.Unlock()
 	for _, c := range []string{w.fx.model, w.fx.learn} {
-		if _, err := agDockerErr("network", "disconnect", "--force", network, c); err != nil {
+		if _, err := dockerErr("network", "disconnect", "--force", network, c); err != nil {
 			w.fail(err)
 		}
 	}

@@ -397,10 +397,10 @@ func agCheckNoSecret(t *testing.T, runDir, key string) {
 func agCheckNothingLeft(t *testing.T, id string) {
 	t.Helper()
 	filter := "label=mcpsidecar.e2e=" + id
-	if out := agDocker(t, "ps", "-aq", "--filter", filter); out != "" {
+	if out := docker(t, "ps", "-aq", "--filter", filter); out != "" {
 		t.Errorf("containers left: %s", out)
 	}
-	if out := agDocker(t, "network", "ls", "-q", "--filter", filter); out != "" {
+	if out := docker(t, "network", "ls", "-q", "--filter", filter); out != "" {
 		t.Errorf("networks left: %s", out)
 	}
 }

@@ -137,7 +137,7 @@ func TestGatewayEngines(t *testing.T) {
 				gwStartSquid(t, name, squidImage, internal, egressNet, out, dir, cfg)
 			}
 			results := gwProbe(t, id, image, internal, engine, cases)
-			gwDocker(t, "stop", "-t", "10", name)
+			docker(t, "stop", "-t", "10", name)
 			gwCheckResults(t, engine, cases, results)
 			if engine == "ours" {
 				gwCheckOurLog(t, filepath.Join(out, "egress-decisions.jsonl"), cases, up)
@@ -269,24 +269,24 @@ func gwCommon(name string) []string {
 
 func gwRun(t *testing.T, name, network string, aliases []string, image string, cmd ...string) {
 	t.Helper()
-	t.Cleanup(func() { gwDockerErr("rm", "-f", name) })
+	t.Cleanup(func() { dockerErr("rm", "-f", name) })
 	args := append([]string{"run", "-d"}, gwCommon(name)...)
 	args = append(args, "--user", "65532:65532", "--sysctl", "net.ipv4.ip_unprivileged_port_start=0", "--network", network)
 	for _, a := range aliases {
 		args = append(args, "--network-alias", a)
 	}
 	args = append(args, "--entrypoint", cmd[0], image)
-	gwDocker(t, append(args, cmd[1:]...)...)
+	docker(t, append(args, cmd[1:]...)...)
 }
 
 // gwStartGateway creates the gateway on the egress network, joins it to
 // the internal one as egress-gateway, starts it and waits for its log line.
 func gwStartGateway(t *testing.T, name, egressNet, internal, ready string, create []string) {
 	t.Helper()
-	t.Cleanup(func() { gwDockerErr("rm", "-f", name) })
-	gwDocker(t, append([]string{"create", "--network", egressNet}, create...)...)
-	gwDocker(t, "network", "connect", "--alias", "egress-gateway", internal, name)
-	gwDocker(t, "start", name)
+	t.Cleanup(func() { dockerErr("rm", "-f", name) })
+	docker(t, append([]string{"create", "--network", egressNet}, create...)...)
+	docker(t, "network", "connect", "--alias", "egress-gateway", internal, name)
+	docker(t, "start", name)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		logs, _ := exec.Command("docker", "logs", name).CombinedOutput()
@@ -333,11 +333,11 @@ func gwProbe(t *testing.T, id, image, internal, engine string, cases []gwCase) m
 	t.Helper()
 	js, _ := json.Marshal(cases)
 	name := "mcpsidecar-e2e-" + id + "-client-" + engine
-	t.Cleanup(func() { gwDockerErr("rm", "-f", name) })
+	t.Cleanup(func() { dockerErr("rm", "-f", name) })
 	args := append([]string{"run"}, gwCommon(name)...)
 	args = append(args, "--user", "65532:65532", "--network", internal, "--entrypoint", "/gwfixture", image,
 		"probe", "egress-gateway:3128", string(js))
-	out := gwDocker(t, args...)
+	out := docker(t, args...)
 	results := map[string]gwResult{}
 	for _, line := range strings.Split(out, "\n") {
 		var r gwResult
@@ -354,8 +354,8 @@ func gwNetworks(t *testing.T, id string) (internal, egressNet string) {
 	internal, egressNet = "mcpsidecar-e2e-"+id+"-gw-internal", "mcpsidecar-e2e-"+id+"-gw-egress"
 	for _, n := range []string{internal, egressNet} {
 		n := n
-		t.Cleanup(func() { gwDockerErr("network", "rm", n) })
-		gwDocker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", n)
+		t.Cleanup(func() { dockerErr("network", "rm", n) })
+		docker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", n)
 	}
 	return internal, egressNet
 }
@@ -363,7 +363,7 @@ func gwNetworks(t *testing.T, id string) (internal, egressNet string) {
 // gwAddr is container's IPv4 address on network.
 func gwAddr(t *testing.T, container, network string) string {
 	t.Helper()
-	ip := gwDocker(t, "inspect", "-f", "{{(index .NetworkSettings.Networks \""+network+"\").IPAddress}}", container)
+	ip := docker(t, "inspect", "-f", "{{(index .NetworkSettings.Networks \""+network+"\").IPAddress}}", container)
 	if _, err := netip.ParseAddr(ip); err != nil {
 		t.Fatalf("address of %s on %s: %v", container, network, err)
 	}
@@ -375,7 +375,7 @@ func gwAddr(t *testing.T, container, network string) string {
 func gwImage(t *testing.T, id, dir string) string {
 	t.Helper()
 	image := "mcpsidecar-e2e-gw:" + id
-	t.Cleanup(func() { gwDockerErr("rmi", "-f", image) })
+	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
 	ctx := filepath.Join(dir, "image")
 	os.MkdirAll(ctx, 0o755)
 	gwBuild(t, "./e2e/testdata/gateway/gwfixture", filepath.Join(ctx, "gwfixture"))
@@ -389,7 +389,7 @@ func gwImage(t *testing.T, id, dir string) string {
 	}
 	os.WriteFile(filepath.Join(ctx, "mcpsidecar"), b, 0o755)
 	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM scratch\nCOPY mcpsidecar gwfixture /\n"), 0o644)
-	gwDocker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, ctx)
+	docker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, ctx)
 	return image
 }
 
@@ -397,7 +397,7 @@ func gwImage(t *testing.T, id, dir string) string {
 func gwSquidImage(t *testing.T, id string) string {
 	t.Helper()
 	image := "mcpsidecar-squid:e2e-" + id
-	t.Cleanup(func() { gwDockerErr("rmi", "-f", image) })
+	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
 	cmd := exec.Command("bash", filepath.Join(gwRepoRoot(t), "scripts", "build-squid-image.sh"), image)
 	cmd.Env = append(os.Environ(), "MCPSIDECAR_IMAGE_LABELS=mcpsidecar.test=1")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -431,26 +431,6 @@ func gwNeedDocker(t *testing.T) {
 	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
 		t.Fatalf("the gateway e2e test needs a running Docker engine: %v: %s", err, out)
 	}
-}
-
-func gwDocker(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := gwDockerErr(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func gwDockerErr(args ...string) (string, error) {
-	var stderr bytes.Buffer
-	cmd := exec.Command("docker", args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 func gwRandHex() string {

@@ -12,6 +12,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -73,6 +74,30 @@ type buildError struct {
 }
 
 func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
+
+// docker runs the docker CLI and returns its trimmed stdout; an error
+// fails the test.
+func docker(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := dockerErr(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// dockerErr runs the docker CLI and returns its trimmed stdout, or an
+// error naming the command and carrying its stderr.
+func dockerErr(args ...string) (string, error) {
+	var stderr bytes.Buffer
+	cmd := exec.Command("docker", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(string(out)), nil
+}
 
 // RandHex returns n random bytes as hex, for unique test ids.
 func RandHex(n int) string {

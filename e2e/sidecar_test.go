@@ -16,12 +16,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -45,14 +43,14 @@ func TestSidecarContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	name := "mcpsidecar-e2e-sidecar-" + id
-	t.Cleanup(func() { _, _ = scDockerErr("rm", "-f", name) })
-	scDocker(t, "run", "-d", "--name", name, "--label", scLabel,
+	t.Cleanup(func() { _, _ = dockerErr("rm", "-f", name) })
+	docker(t, "run", "-d", "--name", name, "--label", scLabel,
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65534:65534",
 		"--tmpfs", "/tmp:rw,noexec,nosuid,nodev,size=16m", "--pids-limit", "128", "--memory", "128m",
 		"-v", out+":/sandbox-output", "-p", "127.0.0.1::8000",
 		image, "sidecar", "--audit-log", "/sandbox-output/"+sidecar.AuditFileName,
 		"--upstream-url", "http://127.0.0.1:1/mcp", "--upstream-timeout", "2s")
-	base := "http://" + scDocker(t, "port", name, "8000/tcp")
+	base := "http://" + docker(t, "port", name, "8000/tcp")
 	scWaitHealthy(t, base, name)
 
 	const calls = 20
@@ -75,9 +73,9 @@ func TestSidecarContainer(t *testing.T) {
 	}
 	_ = cs.Close()
 
-	scDocker(t, "stop", "-t", "20", name) // SIGTERM, graceful shutdown
-	if code := scDocker(t, "inspect", "-f", "{{.State.ExitCode}}", name); code != "0" {
-		logs, _ := scDockerErr("logs", name)
+	docker(t, "stop", "-t", "20", name) // SIGTERM, graceful shutdown
+	if code := docker(t, "inspect", "-f", "{{.State.ExitCode}}", name); code != "0" {
+		logs, _ := dockerErr("logs", name)
 		t.Fatalf("exit code %s after SIGTERM, want 0; logs:\n%s", code, logs)
 	}
 	recs := scReadAudit(t, filepath.Join(out, sidecar.AuditFileName))
@@ -117,8 +115,8 @@ func scImage(t *testing.T, id, dir string) string {
 		t.Fatal(err)
 	}
 	image := "mcpsidecar-e2e-sidecar:" + id
-	t.Cleanup(func() { _, _ = scDockerErr("rmi", "-f", image) })
-	scDocker(t, "build", "-q", "--label", scLabel, "-t", image, ctxDir)
+	t.Cleanup(func() { _, _ = dockerErr("rmi", "-f", image) })
+	docker(t, "build", "-q", "--label", scLabel, "-t", image, ctxDir)
 	return image
 }
 
@@ -134,7 +132,7 @@ func scWaitHealthy(t *testing.T, base, name string) {
 			}
 		}
 		if time.Now().After(deadline) {
-			logs, _ := scDockerErr("logs", name)
+			logs, _ := dockerErr("logs", name)
 			t.Fatalf("sidecar container never became ready: %v; logs:\n%s", err, logs)
 		}
 		time.Sleep(100 * time.Millisecond)
@@ -176,26 +174,6 @@ func scReadAudit(t *testing.T, path string) []sidecar.Record {
 		out = append(out, r)
 	}
 	return out
-}
-
-func scDocker(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := scDockerErr(args...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-func scDockerErr(args ...string) (string, error) {
-	var stderr bytes.Buffer
-	cmd := exec.Command("docker", args...)
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("docker %s: %w: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 func scRandHex(n int) string {

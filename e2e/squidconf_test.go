@@ -73,7 +73,7 @@ func squidParse(t *testing.T, image, conf string, cfg netpolicy.Config) string {
 		t.Fatal(err)
 	}
 	name := "mcpsidecar-e2e-" + gwRandHex() + "-squid-parse"
-	t.Cleanup(func() { gwDockerErr("rm", "-f", name) })
+	t.Cleanup(func() { dockerErr("rm", "-f", name) })
 	args := []string{"run", "--name", name, "--label", "mcpsidecar.test=1", "--network", "none",
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", egress.SquidUser,
 		"--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.lo.disable_ipv6=0"}
