@@ -29,14 +29,6 @@ import (
 	"time"
 )
 
-// agNeedDocker fails (never skips) when the engine is not reachable.
-func agNeedDocker(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)
-	}
-}
-
 func agRandHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)

@@ -33,7 +33,7 @@ const (
 )
 
 func TestAgentOfflineRun(t *testing.T) {
-	agNeedDocker(t)
+	NeedDocker(t)
 	s := agPrepare(t)
 
 	t.Run("task", func(t *testing.T) {

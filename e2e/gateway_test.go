@@ -110,7 +110,7 @@ type gwResult struct {
 }
 
 func TestGatewayEngines(t *testing.T) {
-	gwNeedDocker(t)
+	NeedDocker(t)
 	id := gwRandHex()
 	dir := t.TempDir()
 	image := gwImage(t, id, dir)
@@ -424,13 +424,6 @@ func gwRepoRoot(t *testing.T) string {
 		t.Fatalf("locating the module: %v", err)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-func gwNeedDocker(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		t.Fatalf("the gateway e2e test needs a running Docker engine: %v: %s", err, out)
-	}
 }
 
 func gwRandHex() string {

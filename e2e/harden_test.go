@@ -29,7 +29,7 @@ import (
 const hdLabel = "mcpsidecar.test=1"
 
 func TestHardenInContainer(t *testing.T) {
-	hdNeedDocker(t)
+	NeedDocker(t)
 	prof := hdProfile(t)
 	image := hdImage(t, hdBinary(t))
 	for _, role := range prof.Roles {
@@ -69,7 +69,7 @@ func TestHardenInContainer(t *testing.T) {
 // refused; the unconfined control shows the profile is what refuses most
 // of them (mount stays refused there for want of CAP_SYS_ADMIN).
 func TestHardenOuterSeccompProfile(t *testing.T) {
-	hdNeedDocker(t)
+	NeedDocker(t)
 	prof := hdProfile(t)
 	agent := prof.Containers[spec.RoleAgent]
 	image := hdImage(t, hdBinary(t))
@@ -311,13 +311,6 @@ func hdBinary(t *testing.T) string {
 		t.Fatalf("building the binary: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func hdNeedDocker(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)
-	}
 }
 
 func hdRandHex(t *testing.T) string {

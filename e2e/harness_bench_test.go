@@ -31,7 +31,7 @@ import (
 // image running `mcpsidecar version`, then the network removed), and the
 // median peak memory of each container.
 func BenchmarkHarnessFigures(b *testing.B) {
-	NeedDockerB(b)
+	NeedDocker(b)
 	id := RandHex(6)
 	label := "mcpsidecar.e2e=" + id
 	b.Cleanup(func() { hxCleanupB(label) })
@@ -82,7 +82,7 @@ func BenchmarkHarnessFigures(b *testing.B) {
 //	MCPSIDECAR_BIN=$PWD/bin/mcpsidecar go test -tags docker -run '^$' \
 //	  -bench BenchmarkHarnessColdImage -benchtime 1x ./e2e/
 func BenchmarkHarnessColdImage(b *testing.B) {
-	NeedDockerB(b)
+	NeedDocker(b)
 	id := RandHex(6)
 	b.Cleanup(func() { hxCleanupB("mcpsidecar.e2e=" + id) })
 	for _, method := range []string{"build", "import"} {
@@ -99,14 +99,6 @@ func BenchmarkHarnessColdImage(b *testing.B) {
 // hxFigure prints one figure line on stdout: benchmark logs are truncated.
 func hxFigure(format string, args ...any) {
 	fmt.Printf("figure: "+format+"\n", args...)
-}
-
-// NeedDockerB is NeedDocker for benchmarks.
-func NeedDockerB(b *testing.B) {
-	b.Helper()
-	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		b.Fatalf("the docker benchmarks need a running Docker engine: %v: %s", err, out)
-	}
 }
 
 func hxCleanupB(label string) {

@@ -33,7 +33,7 @@ var (
 )
 
 // NeedDocker fails (never skips) when the engine is not reachable.
-func NeedDocker(t *testing.T) {
+func NeedDocker(t testing.TB) {
 	t.Helper()
 	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
 		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)

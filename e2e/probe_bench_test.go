@@ -27,9 +27,7 @@ import (
 //	MCPSIDECAR_BIN=$PWD/bin/mcpsidecar go test -tags docker -run '^$' \
 //	  -bench BenchmarkProbeFigures -benchtime 6x ./e2e/
 func BenchmarkProbeFigures(b *testing.B) {
-	if out, err := exec.Command("docker", "version").CombinedOutput(); err != nil {
-		b.Fatalf("the docker benchmarks need a running Docker engine: %v: %s", err, out)
-	}
+	NeedDocker(b)
 	id := "probe-bench-" + RandHex(4)
 	label := "mcpsidecar.e2e=" + id
 	b.Cleanup(func() {

@@ -31,7 +31,7 @@ import (
 const scLabel = "mcpsidecar.test=1"
 
 func TestSidecarContainer(t *testing.T) {
-	scNeedDocker(t)
+	NeedDocker(t)
 	id := scRandHex(6)
 	dir := t.TempDir()
 	image := scImage(t, id, dir)
@@ -87,13 +87,6 @@ func TestSidecarContainer(t *testing.T) {
 		if r.CorrelationID != trace || r.OK != wantOK {
 			t.Errorf("record %d = %+v, want ok=%v with correlation id %s", i, r, wantOK, trace)
 		}
-	}
-}
-
-func scNeedDocker(t *testing.T) {
-	t.Helper()
-	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
-		t.Fatalf("the docker e2e tests need a running Docker engine: %v: %s", err, out)
 	}
 }
 

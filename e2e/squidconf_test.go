@@ -28,7 +28,7 @@ import (
 var squidConfProblem = regexp.MustCompile(`(?m)^.*\b(WARNING|ERROR|FATAL|Bungled)\b.*$`)
 
 func TestSquidConfParses(t *testing.T) {
-	gwNeedDocker(t)
+	NeedDocker(t)
 	id := gwRandHex()
 	image := gwSquidImage(t, id)
 	dir := t.TempDir()
