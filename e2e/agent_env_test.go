@@ -13,7 +13,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -28,12 +27,6 @@ import (
 	"testing"
 	"time"
 )
-
-func agRandHex(n int) string {
-	b := make([]byte, n)
-	rand.Read(b)
-	return hex.EncodeToString(b)
-}
 
 func agWrite(t *testing.T, path, body string) {
 	t.Helper()

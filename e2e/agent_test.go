@@ -102,7 +102,7 @@ type agSetup struct {
 
 func agPrepare(t *testing.T) agSetup {
 	t.Helper()
-	s := agSetup{id: agRandHex(6), dir: t.TempDir(), key: "sk-e2e-" + agRandHex(16)}
+	s := agSetup{id: RandHex(6), dir: t.TempDir(), key: "sk-e2e-" + RandHex(16)}
 	s.bin = agBinary(t, s.id, s.dir)
 	s.ca = agCerts(t, s.dir)
 	s.image = agFixtureImage(t, s.id, s.dir)
@@ -122,7 +122,7 @@ type agResult struct {
 // run starts fixtures whose model plays behaviour, then `mcpsidecar run`.
 func (s agSetup) run(t *testing.T, behaviour string) agResult {
 	t.Helper()
-	r := agResult{id: agRandHex(6)}
+	r := agResult{id: RandHex(6)}
 	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
 	fx := agStartFixtures(t, r.id, s.image, s.key, behaviour)
 	r.w = agWatch(t, r.id, fx)

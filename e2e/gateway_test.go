@@ -15,7 +15,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
-	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -111,7 +110,7 @@ type gwResult struct {
 
 func TestGatewayEngines(t *testing.T) {
 	NeedDocker(t)
-	id := gwRandHex()
+	id := RandHex(5)
 	dir := t.TempDir()
 	image := gwImage(t, id, dir)
 	squidImage := gwSquidImage(t, id)
@@ -424,8 +423,4 @@ func gwRepoRoot(t *testing.T) string {
 		t.Fatalf("locating the module: %v", err)
 	}
 	return strings.TrimSpace(string(out))
-}
-
-func gwRandHex() string {
-	return fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffffff)
 }

@@ -11,8 +11,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -254,7 +252,7 @@ func hdRunSelftest(t *testing.T, image string, c spec.Container, seccomp []byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := "mcpsidecar-harden-e2e-" + hdRandHex(t)
+	name := "mcpsidecar-harden-e2e-" + RandHex(6)
 	t.Cleanup(func() { exec.Command("docker", "rm", "-f", name).Run() })
 	args := append([]string{"run", "--name", name}, hdRunArgs(c, seccompFile, out)...)
 	args = append(args, "-e", harden.EnvPolicy+"="+string(pol), "-e", "MCPSIDECAR_SELFTEST_CHECKS="+string(chk),
@@ -290,7 +288,7 @@ func hdImage(t *testing.T, bin string) string {
 	if err := os.WriteFile(filepath.Join(ctxDir, "mcpsidecar"), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	tag := "mcpsidecar-harden-e2e:" + hdRandHex(t)
+	tag := "mcpsidecar-harden-e2e:" + RandHex(6)
 	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
 	if out, err := exec.Command("docker", "build", "-q", "--label", hdLabel, "-t", tag, ctxDir).CombinedOutput(); err != nil {
 		t.Fatalf("building %s: %v\n%s", tag, err, out)
@@ -311,13 +309,4 @@ func hdBinary(t *testing.T) string {
 		t.Fatalf("building the binary: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func hdRandHex(t *testing.T) string {
-	t.Helper()
-	b := make([]byte, 6)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return hex.EncodeToString(b)
 }

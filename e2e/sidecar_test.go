@@ -13,8 +13,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -32,7 +30,7 @@ const scLabel = "mcpsidecar.test=1"
 
 func TestSidecarContainer(t *testing.T) {
 	NeedDocker(t)
-	id := scRandHex(6)
+	id := RandHex(6)
 	dir := t.TempDir()
 	image := scImage(t, id, dir)
 	out := filepath.Join(dir, "out")
@@ -167,10 +165,4 @@ func scReadAudit(t *testing.T, path string) []sidecar.Record {
 		out = append(out, r)
 	}
 	return out
-}
-
-func scRandHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }

@@ -29,7 +29,7 @@ var squidConfProblem = regexp.MustCompile(`(?m)^.*\b(WARNING|ERROR|FATAL|Bungled
 
 func TestSquidConfParses(t *testing.T) {
 	NeedDocker(t)
-	id := gwRandHex()
+	id := RandHex(5)
 	image := gwSquidImage(t, id)
 	dir := t.TempDir()
 	cases := []struct {
@@ -72,7 +72,7 @@ func squidParse(t *testing.T, image, conf string, cfg netpolicy.Config) string {
 	if err := os.WriteFile(conf, []byte(spec.SquidConf(cfg)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	name := "mcpsidecar-e2e-" + gwRandHex() + "-squid-parse"
+	name := "mcpsidecar-e2e-" + RandHex(5) + "-squid-parse"
 	t.Cleanup(func() { dockerErr("rm", "-f", name) })
 	args := []string{"run", "--name", name, "--label", "mcpsidecar.test=1", "--network", "none",
 		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", egress.SquidUser,

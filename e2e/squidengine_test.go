@@ -303,7 +303,7 @@ func TestSquidEngineOfflineRun(t *testing.T) {
 // sqAgentRun is agSetup.run with --gateway-engine squid.
 func sqAgentRun(t *testing.T, s agSetup, behaviour string) agResult {
 	t.Helper()
-	r := agResult{id: agRandHex(6)}
+	r := agResult{id: RandHex(6)}
 	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
 	fx := agStartFixtures(t, r.id, s.image, s.key, behaviour)
 	r.w = agWatch(t, r.id, fx)
