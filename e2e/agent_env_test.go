@@ -21,7 +21,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -35,35 +34,13 @@ func agWrite(t *testing.T, path, body string) {
 	}
 }
 
-// agRepoRoot is the module root, from this file's location.
-func agRepoRoot(t *testing.T) string {
-	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("locating the repository")
-	}
-	return filepath.Dir(filepath.Dir(file))
-}
-
-// agBuild builds a static binary of pkg to out.
-func agBuild(t *testing.T, pkg, out string, ldflags ...string) string {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w "+strings.Join(ldflags, " "), "-o", out, pkg)
-	cmd.Dir = agRepoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
 // agBinary builds a binary of its own, stamped with the test's id, rather
 // than $MCPSIDECAR_BIN: the image tag hashes the binary but not the CA
 // bundle, so the run's image, which trusts only this test's CA, must not
 // share a tag with any other run's image. The image is removed afterwards.
 func agBinary(t *testing.T, id, dir string) string {
 	t.Helper()
-	return agBuild(t, "./cmd/mcpsidecar", filepath.Join(dir, "mcpsidecar"),
+	return goBuild(t, "./cmd/mcpsidecar", filepath.Join(dir, "mcpsidecar"),
 		"-X", "github.com/mcpsidecar/mcpsidecar/internal/version.Version=e2e-agent-"+id)
 }
 
@@ -141,7 +118,7 @@ func agFixtureImage(t *testing.T, id, dir string) string {
 	t.Helper()
 	image := "mcpsidecar-e2e-fixture:" + id
 	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
-	agBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
+	goBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
 	agWrite(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY fixture /fixture\nCOPY certs /certs\nENTRYPOINT [\"/fixture\"]\n")
 	agWrite(t, filepath.Join(dir, ".dockerignore"), "*\n!fixture\n!certs\n")
 	docker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, dir)

@@ -377,10 +377,10 @@ func gwImage(t *testing.T, id, dir string) string {
 	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
 	ctx := filepath.Join(dir, "image")
 	os.MkdirAll(ctx, 0o755)
-	gwBuild(t, "./e2e/testdata/gateway/gwfixture", filepath.Join(ctx, "gwfixture"))
+	goBuild(t, "./e2e/testdata/gateway/gwfixture", filepath.Join(ctx, "gwfixture"))
 	bin := os.Getenv("MCPSIDECAR_BIN")
 	if bin == "" {
-		bin = gwBuild(t, "./cmd/mcpsidecar", filepath.Join(dir, "mcpsidecar"))
+		bin = goBuild(t, "./cmd/mcpsidecar", filepath.Join(dir, "mcpsidecar"))
 	}
 	b, err := os.ReadFile(bin)
 	if err != nil {
@@ -397,30 +397,10 @@ func gwSquidImage(t *testing.T, id string) string {
 	t.Helper()
 	image := "mcpsidecar-squid:e2e-" + id
 	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
-	cmd := exec.Command("bash", filepath.Join(gwRepoRoot(t), "scripts", "build-squid-image.sh"), image)
+	cmd := exec.Command("bash", filepath.Join(repoRoot(t), "scripts", "build-squid-image.sh"), image)
 	cmd.Env = append(os.Environ(), "MCPSIDECAR_IMAGE_LABELS=mcpsidecar.test=1")
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("building the squid image: %v\n%s", err, b)
 	}
 	return image
-}
-
-func gwBuild(t *testing.T, pkg, out string) string {
-	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
-	cmd.Dir = gwRepoRoot(t)
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", pkg, err, b)
-	}
-	return out
-}
-
-func gwRepoRoot(t *testing.T) string {
-	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}").Output()
-	if err != nil {
-		t.Fatalf("locating the module: %v", err)
-	}
-	return strings.TrimSpace(string(out))
 }

@@ -29,7 +29,7 @@ const hdLabel = "mcpsidecar.test=1"
 func TestHardenInContainer(t *testing.T) {
 	NeedDocker(t)
 	prof := hdProfile(t)
-	image := hdImage(t, hdBinary(t))
+	image := hdImage(t, Binary(t))
 	for _, role := range prof.Roles {
 		t.Run(role, func(t *testing.T) {
 			c := prof.Containers[role]
@@ -70,7 +70,7 @@ func TestHardenOuterSeccompProfile(t *testing.T) {
 	NeedDocker(t)
 	prof := hdProfile(t)
 	agent := prof.Containers[spec.RoleAgent]
-	image := hdImage(t, hdBinary(t))
+	image := hdImage(t, Binary(t))
 	actions := []string{harden.ActPtrace, harden.ActUnshareUser, harden.ActMount, harden.ActKeyctl, harden.ActIOUring}
 	tests := []struct {
 		name    string
@@ -294,19 +294,4 @@ func hdImage(t *testing.T, bin string) string {
 		t.Fatalf("building %s: %v\n%s", tag, err, out)
 	}
 	return tag
-}
-
-func hdBinary(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("MCPSIDECAR_BIN"); p != "" {
-		return p
-	}
-	bin := filepath.Join(t.TempDir(), "mcpsidecar")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", bin, "./cmd/mcpsidecar")
-	cmd.Dir = ".."
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("building the binary: %v\n%s", err, out)
-	}
-	return bin
 }

@@ -68,6 +68,28 @@ func Binary(t *testing.T) string {
 	return binPath
 }
 
+// repoRoot is the module root, from this file's location.
+func repoRoot(t *testing.T) string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("locating the repository")
+	}
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// goBuild builds a static binary of pkg to out.
+func goBuild(t *testing.T, pkg, out string, ldflags ...string) string {
+	t.Helper()
+	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w "+strings.Join(ldflags, " "), "-o", out, pkg)
+	cmd.Dir = repoRoot(t)
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
 type buildError struct {
 	err error
 	out string

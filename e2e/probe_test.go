@@ -143,7 +143,7 @@ func startDNSFixture(t *testing.T, id, label, network, name string) string {
 	dir := t.TempDir()
 	image := "mcpsidecar-probe-e2e-dns:" + id
 	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
-	agBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
+	goBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
 	agWrite(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY fixture /fixture\nENTRYPOINT [\"/fixture\"]\n")
 	probeDocker(t, "build", "-q", "--label", TestLabel, "--label", label, "-t", image, dir)
 	probeDocker(t, "run", "-d", "--name", name, "--label", TestLabel, "--label", label,
