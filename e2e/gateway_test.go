@@ -373,23 +373,9 @@ func gwAddr(t *testing.T, container, network string) string {
 // fixture, built locally (no registry).
 func gwImage(t *testing.T, id, dir string) string {
 	t.Helper()
-	image := "mcpsidecar-e2e-gw:" + id
-	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
-	ctx := filepath.Join(dir, "image")
-	os.MkdirAll(ctx, 0o755)
-	goBuild(t, "./e2e/testdata/gateway/gwfixture", filepath.Join(ctx, "gwfixture"))
-	bin := os.Getenv("MCPSIDECAR_BIN")
-	if bin == "" {
-		bin = goBuild(t, "./cmd/mcpsidecar", filepath.Join(dir, "mcpsidecar"))
-	}
-	b, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.WriteFile(filepath.Join(ctx, "mcpsidecar"), b, 0o755)
-	os.WriteFile(filepath.Join(ctx, "Dockerfile"), []byte("FROM scratch\nCOPY mcpsidecar gwfixture /\n"), 0o644)
-	docker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, ctx)
-	return image
+	fixture := goBuild(t, "./e2e/testdata/gateway/gwfixture", filepath.Join(dir, "gwfixture"))
+	return scratchImage(t, "mcpsidecar-e2e-gw:"+id, "FROM scratch\nCOPY mcpsidecar gwfixture /\n",
+		map[string]string{"mcpsidecar": Binary(t), "gwfixture": fixture}, nil, "mcpsidecar.test=1")
 }
 
 // gwSquidImage builds the Squid image with the repository's script.

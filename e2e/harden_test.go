@@ -269,29 +269,12 @@ func hdRunSelftest(t *testing.T, image string, c spec.Container, seccomp []byte,
 // entry for the spec's user; removed at the end of the test.
 func hdImage(t *testing.T, bin string) string {
 	t.Helper()
-	ctxDir := t.TempDir()
-	data, err := os.ReadFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
 	uid, gid, _ := strings.Cut(spec.User, ":")
-	files := map[string]string{
-		"Dockerfile": "FROM scratch\nLABEL " + hdLabel + "\nCOPY mcpsidecar /mcpsidecar\nCOPY passwd /etc/passwd\nCOPY group /etc/group\nUSER " + spec.User + "\nENTRYPOINT [\"/mcpsidecar\"]\n",
-		"passwd":     "sandbox:x:" + uid + ":" + gid + "::/tmp:/nonexistent\n",
-		"group":      "sandbox:x:" + gid + ":\n",
-	}
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(ctxDir, name), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.WriteFile(filepath.Join(ctxDir, "mcpsidecar"), data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tag := "mcpsidecar-harden-e2e:" + RandHex(6)
-	t.Cleanup(func() { exec.Command("docker", "rmi", "-f", tag).Run() })
-	if out, err := exec.Command("docker", "build", "-q", "--label", hdLabel, "-t", tag, ctxDir).CombinedOutput(); err != nil {
-		t.Fatalf("building %s: %v\n%s", tag, err, out)
-	}
-	return tag
+	return scratchImage(t, "mcpsidecar-harden-e2e:"+RandHex(6),
+		"FROM scratch\nLABEL "+hdLabel+"\nCOPY mcpsidecar /mcpsidecar\nCOPY passwd /etc/passwd\nCOPY group /etc/group\nUSER "+spec.User+"\nENTRYPOINT [\"/mcpsidecar\"]\n",
+		map[string]string{"mcpsidecar": bin},
+		map[string]string{
+			"passwd": "sandbox:x:" + uid + ":" + gid + "::/tmp:/nonexistent\n",
+			"group":  "sandbox:x:" + gid + ":\n",
+		}, hdLabel)
 }

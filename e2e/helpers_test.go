@@ -121,6 +121,38 @@ func dockerErr(args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
+// scratchImage builds tag FROM scratch from a fresh context holding
+// dockerfile, the static binaries in bins (name in the context -> host
+// path, mode 0755) and the files in text (name -> content, mode 0644),
+// labelled with labels; the image is removed at the end of the test.
+func scratchImage(t *testing.T, tag, dockerfile string, bins, text map[string]string, labels ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	write := func(name string, data []byte, mode os.FileMode) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, path := range bins {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		write(name, data, 0o755)
+	}
+	for name, content := range text {
+		write(name, []byte(content), 0o644)
+	}
+	write("Dockerfile", []byte(dockerfile), 0o644)
+	t.Cleanup(func() { _, _ = dockerErr("rmi", "-f", tag) })
+	args := []string{"build", "-q"}
+	for _, l := range labels {
+		args = append(args, "--label", l)
+	}
+	docker(t, append(args, "-t", tag, dir)...)
+	return tag
+}
+
 // RandHex returns n random bytes as hex, for unique test ids.
 func RandHex(n int) string {
 	b := make([]byte, n)

@@ -49,7 +49,6 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 	label := "mcpsidecar.e2e=probe-" + id
 	CleanupLabelled(t, label)
 	image := "mcpsidecar-probe-e2e:" + id
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
 
 	buildProbeImage(t, image, label)
 	network := "mcpsidecar-probe-e2e-" + id
@@ -118,34 +117,21 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 	}
 }
 
-// buildProbeImage builds FROM scratch + the static binary under test.
+// buildProbeImage builds FROM scratch + the static binary under test,
+// removed at cleanup.
 func buildProbeImage(t *testing.T, image, label string) {
 	t.Helper()
-	dir := t.TempDir()
-	bin, err := os.ReadFile(Binary(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "mcpsidecar"), bin, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	df := "FROM scratch\nCOPY mcpsidecar /mcpsidecar\nENTRYPOINT [\"/mcpsidecar\"]\n"
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(df), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	probeDocker(t, "build", "-q", "--label", TestLabel, "--label", label, "-t", image, dir)
+	scratchImage(t, image, "FROM scratch\nCOPY mcpsidecar /mcpsidecar\nENTRYPOINT [\"/mcpsidecar\"]\n",
+		map[string]string{"mcpsidecar": Binary(t)}, nil, TestLabel, label)
 }
 
 // startDNSFixture runs the fixture's NXDOMAIN name server, hardened, on
 // network and returns its address there for --dns.
 func startDNSFixture(t *testing.T, id, label, network, name string) string {
 	t.Helper()
-	dir := t.TempDir()
-	image := "mcpsidecar-probe-e2e-dns:" + id
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", image).Run() })
-	goBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(dir, "fixture"))
-	agWrite(t, filepath.Join(dir, "Dockerfile"), "FROM scratch\nCOPY fixture /fixture\nENTRYPOINT [\"/fixture\"]\n")
-	probeDocker(t, "build", "-q", "--label", TestLabel, "--label", label, "-t", image, dir)
+	fixture := goBuild(t, "./e2e/fixtures/cmd/fixture", filepath.Join(t.TempDir(), "fixture"))
+	image := scratchImage(t, "mcpsidecar-probe-e2e-dns:"+id, "FROM scratch\nCOPY fixture /fixture\nENTRYPOINT [\"/fixture\"]\n",
+		map[string]string{"fixture": fixture}, nil, TestLabel, label)
 	probeDocker(t, "run", "-d", "--name", name, "--label", TestLabel, "--label", label,
 		"--network", network, "--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
 		"--user", "65532:65532", "--sysctl", "net.ipv4.ip_unprivileged_port_start=0",

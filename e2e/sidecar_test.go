@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -32,7 +31,7 @@ func TestSidecarContainer(t *testing.T) {
 	NeedDocker(t)
 	id := RandHex(6)
 	dir := t.TempDir()
-	image := scImage(t, id, dir)
+	image := scImage(t, id)
 	out := filepath.Join(dir, "out")
 	if err := os.Mkdir(out, 0o777); err != nil {
 		t.Fatal(err)
@@ -88,27 +87,12 @@ func TestSidecarContainer(t *testing.T) {
 	}
 }
 
-// scImage builds the static binary into a FROM-scratch image, removed at cleanup.
-func scImage(t *testing.T, id, dir string) string {
+// scImage puts the binary under test into a FROM-scratch image, removed at cleanup.
+func scImage(t *testing.T, id string) string {
 	t.Helper()
-	ctxDir := filepath.Join(dir, "image")
-	if err := os.MkdirAll(ctxDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-trimpath", "-o", filepath.Join(ctxDir, "mcpsidecar"), "./cmd/mcpsidecar")
-	build.Dir = ".."
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the binary: %v\n%s", err, out)
-	}
-	dockerfile := "FROM scratch\nCOPY mcpsidecar /mcpsidecar\nUSER 65534:65534\nENTRYPOINT [\"/mcpsidecar\"]\n"
-	if err := os.WriteFile(filepath.Join(ctxDir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	image := "mcpsidecar-e2e-sidecar:" + id
-	t.Cleanup(func() { _, _ = dockerErr("rmi", "-f", image) })
-	docker(t, "build", "-q", "--label", scLabel, "-t", image, ctxDir)
-	return image
+	return scratchImage(t, "mcpsidecar-e2e-sidecar:"+id,
+		"FROM scratch\nCOPY mcpsidecar /mcpsidecar\nUSER 65534:65534\nENTRYPOINT [\"/mcpsidecar\"]\n",
+		map[string]string{"mcpsidecar": Binary(t)}, nil, scLabel)
 }
 
 func scWaitHealthy(t *testing.T, base, name string) {
