@@ -122,6 +122,12 @@ type agResult struct {
 // run starts fixtures whose model plays behaviour, then `mcpsidecar run`.
 func (s agSetup) run(t *testing.T, behaviour string) agResult {
 	t.Helper()
+	return s.runWith(t, behaviour)
+}
+
+// runWith is run with extra flags for `mcpsidecar run`.
+func (s agSetup) runWith(t *testing.T, behaviour string, extra ...string) agResult {
+	t.Helper()
 	r := agResult{id: RandHex(6)}
 	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
 	fx := agStartFixtures(t, r.id, s.image, s.key, behaviour)
@@ -136,7 +142,8 @@ allowed_ip_addresses = ["172.16.0.0/12", "192.168.0.0/16"]
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, s.bin, "run", "--spec", specFile, "--runs-dir", r.runsDir, "--allow-old-engine", "--timeout", "3m")
+	args := append([]string{"run", "--spec", specFile, "--runs-dir", r.runsDir, "--allow-old-engine", "--timeout", "3m"}, extra...)
+	cmd := exec.CommandContext(ctx, s.bin, args...)
 	cmd.Env = append(os.Environ(),
 		"OPENAI_API_KEY="+s.key,
 		"OPENAI_BASE_URL=http://"+agModelHost+"/v1",
@@ -155,7 +162,7 @@ allowed_ip_addresses = ["172.16.0.0/12", "192.168.0.0/16"]
 	r.err = cmd.Run()
 	r.wall = time.Since(start)
 	r.stdout, r.stderr = stdout.String(), stderr.String()
-	t.Logf("mcpsidecar run (%s model) took %s; stderr:\n%s", behaviour, r.wall.Round(time.Millisecond), r.stderr)
+	t.Logf("mcpsidecar %s (%s model) took %s; stderr:\n%s", strings.Join(args, " "), behaviour, r.wall.Round(time.Millisecond), r.stderr)
 	r.w.stop()
 	r.w.checkOrder(t)
 	return r

@@ -11,7 +11,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/netip"
 	"os"
@@ -23,7 +22,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 )
 
 // sqImage is the tag the docs name. The test builds it and keeps it: it
@@ -303,38 +301,5 @@ func TestSquidEngineOfflineRun(t *testing.T) {
 // sqAgentRun is agSetup.run with --gateway-engine squid.
 func sqAgentRun(t *testing.T, s agSetup, behaviour string) agResult {
 	t.Helper()
-	r := agResult{id: RandHex(6)}
-	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
-	fx := agStartFixtures(t, r.id, s.image, s.key, behaviour)
-	r.w = agWatch(t, r.id, fx)
-	specFile := filepath.Join(s.dir, "sandbox_spec.toml")
-	agWrite(t, specFile, `schema_version = 1
-capabilities = ["network", "mcp_client", "openai_agents"]
-allowed_domains = ["`+agModelHost+`", "`+agLearnHost+`"]
-allowed_ip_addresses = ["172.16.0.0/12", "192.168.0.0/16"]
-`)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, s.bin, "run", "--spec", specFile, "--runs-dir", r.runsDir, "--allow-old-engine", "--timeout", "3m",
-		"--gateway-engine", "squid", "--squid-image", sqImage)
-	cmd.Env = append(os.Environ(),
-		"OPENAI_API_KEY="+s.key,
-		"OPENAI_BASE_URL=http://"+agModelHost+"/v1",
-		"MCPSIDECAR_CA_BUNDLE="+s.ca,
-		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+r.id,
-	)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	t.Cleanup(func() { agRemoveLeftovers(r.id, fx) })
-	t.Cleanup(func() {
-		if t.Failed() {
-			agDumpRun(t, r.runsDir)
-		}
-	})
-	r.err = cmd.Run()
-	r.stdout, r.stderr = stdout.String(), stderr.String()
-	t.Logf("mcpsidecar run --gateway-engine squid (%s model); stderr:\n%s", behaviour, r.stderr)
-	r.w.stop()
-	r.w.checkOrder(t)
-	return r
+	return s.runWith(t, behaviour, "--gateway-engine", "squid", "--squid-image", sqImage)
 }
