@@ -97,8 +97,12 @@ func networkProbes() []Probe {
 			Shell: "ip route get 169.254.169.254",
 			Tool:  metadataEndpoints},
 		ctxProbe(g, "T19", "Connect to allowed intranet target", GoalAllow, func(*Context) string { return "" }),
-		{Group: g, ID: "T20", Title: "Connect to denied intranet target", Goal: GoalDeny, Threat: "Lateral movement into the host's LAN.", Shell: "ip route get 192.168.86.28",
-			Tool: func(context.Context, *Env) Result { return directRoute(netip.MustParseAddr("192.168.86.28")) }},
+		// The seed probed 192.168.86.28, but Docker's default address pools
+		// hand out 192.168.0.0/16 in /20s, so a run's own internal network
+		// can contain that address and its on-link route would be misread
+		// as a way into the host's LAN. 10.0.0.0/8 is outside those pools.
+		{Group: g, ID: "T20", Title: "Connect to denied intranet target", Goal: GoalDeny, Threat: "Lateral movement into the host's LAN.", Shell: "ip route get " + intranetTarget,
+			Tool: func(context.Context, *Env) Result { return directRoute(netip.MustParseAddr(intranetTarget)) }},
 		{Group: g, ID: "T21", Title: "Listen on loopback interface", Goal: GoalAny, Threat: "Covert local services.", Shell: "timeout 2 nc -l 127.0.0.1 0",
 			Tool: func(context.Context, *Env) Result { return listen("127.0.0.1:0") }},
 		{Group: g, ID: "T22", Title: "Listen on public/all interfaces", Goal: GoalDeny, Threat: "Exposing a service to the sandbox network.", Shell: "timeout 2 nc -l 0.0.0.0 0",
@@ -222,6 +226,9 @@ func proxyVars() Result {
 	}
 	return allowed("Proxy variables are set.", "names="+strings.Join(set, ","))
 }
+
+// intranetTarget stands for a host on the host's LAN (G09 T20).
+const intranetTarget = "10.86.0.28"
 
 // resolverReached resolves a reserved name: any answer from a name server,
 // NXDOMAIN included, means a query left the sandbox's resolver path, which
