@@ -17,7 +17,10 @@
 // set) disables that tool with a recorded error. microsoft_docs_fetch takes
 // only https URLs on the upstream's host, default port, no credentials.
 // Every upstream call is bounded by Config.UpstreamTimeout and its response
-// by Config.MaxUpstreamBytes.
+// by Config.MaxUpstreamBytes. No upstream request follows a redirect: a 3xx
+// fails the call with a [RedirectError] naming the status and the Location
+// host (the threat: re-sending the tool's arguments and the trace header to
+// a host the sidecar was not configured with).
 //
 // Correlation: the trace-id of the caller's W3C traceparent (or a fresh one)
 // is the call's correlation_id; it travels upstream as traceparent on every

@@ -80,8 +80,28 @@ func proxyConnectHeader(ctx context.Context, _ *url.URL, _ string) (http.Header,
 	return nil, nil
 }
 
-// tracingTransport stamps the call's traceparent on every upstream request
-// and caps the response body, so a malicious upstream cannot exhaust memory.
+// RedirectError is the error of an upstream exchange answered with a
+// redirect (HTTP 3xx). The sidecar follows none: an MCP client has no reason
+// to, and following one would re-send the tool's arguments and the call's
+// traceparent to a host the sidecar was never configured to talk to.
+type RedirectError struct {
+	Status   int
+	Location string // host of the Location header (resolved), "" without one
+}
+
+func (e *RedirectError) Error() string {
+	to := "no Location header"
+	if e.Location != "" {
+		to = "Location host " + e.Location
+	}
+	return fmt.Sprintf("upstream answered HTTP %d, a redirect (%s); the sidecar follows no redirects", e.Status, to)
+}
+
+// tracingTransport stamps the call's traceparent on every upstream request,
+// refuses redirects and caps the response body, so a malicious upstream
+// cannot exhaust memory. It is the only transport of the upstream client, so
+// every upstream request (session start, calls, reconnects, the DELETE that
+// ends a session) passes through it.
 type tracingTransport struct {
 	base     http.RoundTripper
 	maxBytes int64
@@ -93,11 +113,28 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		req.Header.Set(HeaderTraceparent, traceparent(id))
 	}
 	resp, err := t.base.RoundTrip(req)
-	if err != nil || t.maxBytes <= 0 {
+	if err != nil {
 		return resp, err
+	}
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		// Refused here rather than in the client's CheckRedirect, so no
+		// client built on this transport can follow one.
+		resp.Body.Close()
+		return nil, redirectError(resp)
+	}
+	if t.maxBytes <= 0 {
+		return resp, nil
 	}
 	resp.Body = &cappedBody{rc: resp.Body, left: t.maxBytes, max: t.maxBytes}
 	return resp, nil
+}
+
+func redirectError(resp *http.Response) *RedirectError {
+	e := &RedirectError{Status: resp.StatusCode}
+	if loc, err := resp.Location(); err == nil {
+		e.Location = loc.Host
+	}
+	return e
 }
 
 type cappedBody struct {
@@ -156,7 +193,8 @@ func (u *upstream) call(ctx context.Context, name string, args map[string]any) (
 		}
 		lastErr = fmt.Errorf("calling upstream tool %s: %w", name, err)
 		var rpcErr *jsonrpc.Error
-		if ctx.Err() != nil || errors.As(err, &rpcErr) {
+		var redirect *RedirectError
+		if ctx.Err() != nil || errors.As(err, &rpcErr) || errors.As(err, &redirect) {
 			break // the session is fine, or retrying cannot help
 		}
 		if strings.Contains(err.Error(), errUpstreamTooLarge.Error()) {
