@@ -46,11 +46,20 @@ func (g *Gateway) newForwarder() http.Handler {
 	}
 }
 
-// rewriteForward sends the request on as the client wrote it, minus every
+// rewriteForward sends the request on to the checked target, minus every
 // Proxy-* header: the threat is proxy credentials (Proxy-Authorization)
-// leaking to an upstream. Hop-by-hop headers are removed by ReverseProxy.
+// leaking to an upstream. The URL's host is replaced by the normalised
+// name the policy matched, so that the name checked is exactly the name
+// sent as Host and as TLS server name (and logged): a client's full-width
+// or ideographic-dot spelling would otherwise reach the upstream in
+// whatever form the transport's own IDNA conversion makes of it.
+// Hop-by-hop headers, and those the Connection header lists, are removed
+// by ReverseProxy.
 func rewriteForward(pr *httputil.ProxyRequest) {
 	u := *pr.In.URL
+	if st, _ := pr.In.Context().Value(forwardKey{}).(*forwardState); st != nil && st.target != nil {
+		u.Host = urlHost(st.target.host, u.Port())
+	}
 	pr.Out.URL = &u
 	pr.Out.Host = ""
 	for k := range pr.Out.Header {
@@ -58,6 +67,18 @@ func rewriteForward(pr *httputil.ProxyRequest) {
 			delete(pr.Out.Header, k)
 		}
 	}
+}
+
+// urlHost is host (bracketed when IPv6) with port when the client wrote
+// one.
+func urlHost(host, port string) string {
+	if port != "" {
+		return net.JoinHostPort(host, port)
+	}
+	if strings.Contains(host, ":") {
+		return "[" + host + "]"
+	}
+	return host
 }
 
 func (g *Gateway) dialForward(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -127,7 +148,33 @@ func (g *Gateway) checkForward(r *http.Request, d *Decision) (*target, *denial) 
 	if dn := checkHostHeader(r, u.Hostname(), port, false); dn != nil {
 		return nil, dn
 	}
-	return g.authorize(r.Context(), d, false, u.Hostname(), port)
+	t, dn := g.authorize(r.Context(), d, false, u.Hostname(), port)
+	if dn != nil {
+		return nil, dn
+	}
+	if up := upgradeRequested(r.Header); up != "" {
+		return nil, deny(http.StatusForbidden, "protocol upgrade %q is refused: an upgraded connection is a raw two-way tunnel, which plain HTTP must not open (use CONNECT to an allowed port)", truncate(up, 64))
+	}
+	return t, nil
+}
+
+// upgradeRequested names the protocol upgrade r asks for ("websocket",
+// "h2c", or "upgrade" for a bare "Connection: upgrade"), or "". The threat
+// is a plain-HTTP request to an allowed host on port 80 turning into an
+// opaque tunnel (101 Switching Protocols) that the CONNECT-port rule
+// exists to prevent, and whose bytes the decision line would not count.
+func upgradeRequested(h http.Header) string {
+	if v := h.Values("Upgrade"); len(v) > 0 {
+		return strings.Join(v, ", ")
+	}
+	for _, v := range h.Values("Connection") {
+		for _, tok := range strings.Split(v, ",") {
+			if strings.EqualFold(strings.TrimSpace(tok), "upgrade") {
+				return "upgrade"
+			}
+		}
+	}
+	return ""
 }
 
 // checkHostHeader refuses a request whose Host header names another

@@ -170,6 +170,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 // ServeHTTP routes one request: CONNECT, absolute-URI forward, or the
 // readiness probe.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !claimConn(r) {
+		d := g.newDecision(r)
+		d.Host = truncate(r.Host, 255)
+		g.refuse(w, d, deny(http.StatusBadRequest, "one request per connection: this connection already carried a request"))
+		return
+	}
 	if r.Method != http.MethodConnect && !r.URL.IsAbs() {
 		g.serveOrigin(w, r)
 		return
@@ -200,6 +206,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) serveOrigin(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Connection", "close") // see claimConn
 		io.WriteString(w, "ok\n")
 		return
 	}

@@ -15,8 +15,12 @@ import (
 // disagrees with its URI: the threat is an upstream or an intermediary
 // routing by Host to a destination the allowlist never saw (domain
 // fronting). So the listener keeps a copy of each connection's first
-// header block, and the gateway serves one request per connection (it
-// answers with "Connection: close"), which makes that block the request's.
+// header block, and the gateway serves one request per connection: every
+// answer, the readiness probe's included, says "Connection: close", and a
+// second request read on a connection is refused ([claimConn]), so the
+// recorded block is always the request's own. The threat a kept-alive
+// connection posed: a first request with an agreeing Host header, then a
+// second one whose Host header was never read.
 
 type rawHeaderKey struct{}
 
@@ -40,9 +44,10 @@ type recordingConn struct {
 	net.Conn
 	limit int
 
-	mu   sync.Mutex
-	buf  []byte
-	done bool
+	mu     sync.Mutex
+	buf    []byte
+	done   bool
+	served int // requests handed to the gateway on this connection
 }
 
 func (c *recordingConn) Read(p []byte) (int, error) {
@@ -72,6 +77,20 @@ func (c *recordingConn) headerBlock() ([]byte, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.buf, c.done && bytes.HasSuffix(c.buf, []byte("\r\n\r\n"))
+}
+
+// claimConn reports whether r is the first request read on its
+// connection, and marks the connection used. A request on a connection
+// the recorder does not wrap is never the first (its headers are unknown).
+func claimConn(r *http.Request) bool {
+	c, _ := r.Context().Value(rawHeaderKey{}).(*recordingConn)
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.served++
+	return c.served == 1
 }
 
 func rawHeaderContext(ctx context.Context, c net.Conn) context.Context {
