@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/netip"
 	"path"
 	"slices"
 )
@@ -67,6 +68,15 @@ type Context struct {
 	// Limits are the resource limits the container was started with
 	// (0 = not declared: the probe then only checks that a limit exists).
 	Limits Limits `json:"limits"`
+
+	// HostAddresses are the host's own addresses on the networks the
+	// agent is attached to (its bridge addresses), which the harness knows
+	// and the container may not. Unset means the probe computes them: the
+	// first host address of each subnet the container is on (Docker's
+	// gateway address) and the next hop of each route. The G41 probes
+	// send to these addresses only; each must be a loopback or private
+	// address, so a wrong list can never aim a probe off the machine.
+	HostAddresses []string `json:"host_addresses,omitempty"`
 
 	// BlackholedHosts must resolve (through /etc/hosts) to an unroutable
 	// address only.
@@ -159,6 +169,13 @@ func (c *Context) validate() error {
 			// Threat: a probe that resolves or requests a real name sends
 			// traffic off the machine.
 			return fmt.Errorf("%s %q: must be under .invalid, .test or .example", n.key, n.name)
+		}
+	}
+	for _, a := range c.HostAddresses {
+		addr, err := netip.ParseAddr(a)
+		if err != nil || !localAddr(addr) || addr.IsUnspecified() || addr.IsMulticast() {
+			// Threat: a probe aimed at an address off the machine.
+			return fmt.Errorf("host_addresses %q: must be a loopback or private unicast address", a)
 		}
 	}
 	for _, p := range append([]string{c.WorkingDirectory, c.AllowedDirectory, c.DeniedDirectory,

@@ -28,6 +28,8 @@ func TestParseContextRejects(t *testing.T) {
 		{"wrong schema", `{"schema": "v0"}`, `schema "v0"`},
 		{"real denied domain", `{"denied_domain": "example.net"}`, "denied_domain"},
 		{"real dns exfiltration domain", `{"dns_exfiltration_domain": "evil.com"}`, "dns_exfiltration_domain"},
+		{"public host address", `{"host_addresses": ["1.1.1.1"]}`, `host_addresses "1.1.1.1"`},
+		{"malformed host address", `{"host_addresses": ["host"]}`, `host_addresses "host"`},
 		{"relative path", `{"writable_paths": ["tmp"]}`, `"tmp": must be an absolute path`},
 	}
 	for _, tt := range tests {

@@ -66,6 +66,8 @@ func decodeCaps(hexMask string) ([]string, error) {
 type route struct {
 	Iface  string
 	Prefix netip.Prefix
+	// Gateway is the next hop; invalid for an on-link route.
+	Gateway netip.Addr
 }
 
 // parseRoutes4 reads /proc/net/route: destination and mask are hex in host
@@ -79,12 +81,17 @@ func parseRoutes4(data []byte) ([]route, error) {
 			continue
 		}
 		dst, err1 := hexLE4(f[1])
-		mask, err2 := hexLE4(f[7])
-		if err1 != nil || err2 != nil {
+		gw, err2 := hexLE4(f[2])
+		mask, err3 := hexLE4(f[7])
+		if err1 != nil || err2 != nil || err3 != nil {
 			return nil, fmt.Errorf("parsing /proc/net/route line %d: %q", i+1, l)
 		}
 		ones := bits.OnesCount32(binary.BigEndian.Uint32(mask[:]))
-		out = append(out, route{Iface: f[0], Prefix: netip.PrefixFrom(netip.AddrFrom4(dst), ones)})
+		r := route{Iface: f[0], Prefix: netip.PrefixFrom(netip.AddrFrom4(dst), ones)}
+		if gw != [4]byte{} {
+			r.Gateway = netip.AddrFrom4(gw)
+		}
+		out = append(out, r)
 	}
 	return out, nil
 }

@@ -26,8 +26,12 @@ func TestParseRoutes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []route{{"eth0", netip.MustParsePrefix("0.0.0.0/0")}, {"eth0", netip.MustParsePrefix("172.17.0.0/16")}}
-	if diff := cmp.Diff(want, r4, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+	want := []route{
+		{Iface: "eth0", Prefix: netip.MustParsePrefix("0.0.0.0/0"), Gateway: netip.MustParseAddr("172.17.0.1")},
+		{Iface: "eth0", Prefix: netip.MustParsePrefix("172.17.0.0/16")},
+	}
+	if diff := cmp.Diff(want, r4, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b }),
+		cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("IPv4 routes mismatch (-want +got):\n%s", diff)
 	}
 	r6, err := parseRoutes6([]byte(route6))
