@@ -10,12 +10,15 @@ package fakemodel
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/chatcontract"
 )
 
 // Behaviour selects how the fake model plays.
@@ -57,7 +60,22 @@ type Server struct {
 
 	mu       sync.Mutex
 	requests []Request
+	refused  []string
 	failed   bool
+}
+
+// Refused returns the contract refusals sent so far (each one a test bug
+// or an agent bug: the real service would have answered 400).
+func (s *Server) Refused() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.refused)
+}
+
+func (s *Server) refuse(e *chatcontract.Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refused = append(s.refused, e.Message)
 }
 
 // New returns a fake that plays b and, when key is not empty, refuses
@@ -86,8 +104,20 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusUnauthorized, "incorrect API key provided")
 		return
 	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 8<<20))
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "reading request: "+err.Error())
+		return
+	}
+	// The real service's contract first: a request it would refuse is
+	// refused here the same way, so no test passes against a laxer fake.
+	if e := chatcontract.Validate(body); e != nil {
+		s.refuse(e)
+		chatcontract.WriteError(w, e)
+		return
+	}
 	var req openai.ChatCompletionRequest
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 8<<20)).Decode(&req); err != nil {
+	if err := json.Unmarshal(body, &req); err != nil {
 		writeError(w, http.StatusBadRequest, "decoding request: "+err.Error())
 		return
 	}
@@ -131,5 +161,9 @@ func finish(m openai.ChatCompletionMessage) openai.FinishReason {
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": "fake_error"}})
+	typ := "invalid_request_error"
+	if status >= 500 {
+		typ = "server_error"
+	}
+	json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"message": msg, "type": typ, "param": nil, "code": nil}})
 }
