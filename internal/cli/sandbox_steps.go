@@ -146,14 +146,17 @@ func (j *job) startRole(role string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		start := time.Now()
 		err := j.sess.StartService(ctx, role, j.o.readyTimeout)
-		action := "create, start, GET /healthz until 200"
+		action := "create, start, GET /healthz on the container's own loopback until 200"
 		if st, _ := j.sess.Step(role); st.Ready != nil && st.Ready.TCP {
-			action = "create, start, TCP connect until accepted"
+			action = "create, start, TCP connect to the container's own loopback until accepted"
 		}
 		res := startResult{Role: role, Action: action, OK: err == nil,
 			DurationMS: float64(time.Since(start).Microseconds()) / 1000}
 		if c := j.sess.Find(role); c != nil {
 			res.Container, res.ID, res.IPs = c.Step.Spec.Name, c.ID, c.IPs
+			if c.ReadyBy != "" {
+				res.Action = "create, start, wait for a " + c.ReadyBy
+			}
 		}
 		if err != nil {
 			res.Error = err.Error()

@@ -210,7 +210,7 @@ func labelFilters(labels map[string]string) client.Filters {
 
 // CreateNetwork creates a bridge network.
 func (c *Client) CreateNetwork(ctx context.Context, n NetworkSpec) (string, error) {
-	res, err := c.api.NetworkCreate(ctx, n.Name, client.NetworkCreateOptions{Driver: "bridge", Internal: n.Internal, Labels: n.Labels})
+	res, err := c.api.NetworkCreate(ctx, n.Name, client.NetworkCreateOptions{Driver: "bridge", Internal: n.Internal, Labels: n.Labels, Options: n.Options})
 	if err != nil {
 		return "", fmt.Errorf("creating network %s: %w", n.Name, err)
 	}

@@ -3,13 +3,16 @@ package dockerx
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"strings"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -113,4 +116,72 @@ func hasDefaultRoute() (bool, error) {
 		}
 	}
 	return false, sc.Err()
+}
+
+// DialInNetns connects to addr (host:port) from inside the network
+// namespace of process pid (a container's init), so the host can check a
+// container's own loopback listener without having, or using, an address
+// on the container's network. Threat: the host has no address on an
+// internal network (OptionInhibitIPv4); a packet the host sent to a
+// container's internal address would leave by the host's default route.
+// The socket is created in that namespace and stays there; the thread
+// that entered it is never unlocked, so the runtime discards it. Needs
+// CAP_SYS_ADMIN on the host (root); without it the error wraps EPERM.
+func DialInNetns(ctx context.Context, pid int, addr string) (net.Conn, error) {
+	type result struct {
+		conn net.Conn
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
+		if err != nil {
+			res <- result{err: err}
+			return
+		}
+		defer ns.Close()
+		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
+			res <- result{err: fmt.Errorf("entering the network namespace of process %d: %w", pid, err)}
+			return
+		}
+		d := net.Dialer{Timeout: 2 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		res <- result{conn, err}
+	}()
+	r := <-res
+	return r.conn, r.err
+}
+
+// Listening reports whether process pid's network namespace has a TCP
+// socket listening on port, read from /proc/<pid>/net/tcp and tcp6: the
+// readiness check that needs no privilege and sends nothing.
+func Listening(pid, port int) (bool, error) {
+	var firstErr error
+	for _, f := range []string{"tcp", "tcp6"} {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+		if err != nil {
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
+		}
+		if listeningIn(string(data), port) {
+			return true, nil
+		}
+	}
+	return false, firstErr
+}
+
+// listeningIn scans /proc/net/tcp text for a socket in state LISTEN (0A)
+// whose local port is port.
+func listeningIn(table string, port int) bool {
+	suffix := fmt.Sprintf(":%04X", port)
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[3] == "0A" && strings.HasSuffix(f[1], suffix) {
+			return true
+		}
+	}
+	return false
 }

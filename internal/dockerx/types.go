@@ -13,7 +13,15 @@ type NetworkSpec struct {
 	Name     string            `json:"name"`
 	Internal bool              `json:"internal"` // no route out of the host
 	Labels   map[string]string `json:"labels"`
+	// Options are the bridge driver's options, e.g. OptionInhibitIPv4.
+	Options map[string]string `json:"options,omitempty"`
 }
+
+// OptionInhibitIPv4 keeps the host from taking an IPv4 address on a bridge
+// network. Threat: the host owns an internal network's gateway address, and
+// Docker filters only forwarded traffic, so a container could reach every
+// host service listening on 0.0.0.0 through it (TCP, UDP, ICMP).
+const OptionInhibitIPv4 = "com.docker.network.bridge.inhibit_ipv4"
 
 // EnvVar is one environment variable of a container. A Secret value (one
 // forwarded from the host) is sent to the engine but never serialised.

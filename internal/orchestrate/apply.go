@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,9 +21,11 @@ import (
 type Session struct {
 	Engine dockerx.Engine
 	Plan   Plan
-	// HTTP is used for readiness checks; the host reaches containers on
-	// the run's own bridge networks directly.
-	HTTP *http.Client
+	// DialNetns connects from inside a container's network namespace
+	// (default dockerx.DialInNetns); Listening tells whether a port
+	// listens there (default dockerx.Listening). Tests substitute both.
+	DialNetns func(ctx context.Context, pid int, addr string) (net.Conn, error)
+	Listening func(pid, port int) (bool, error)
 
 	Networks   []CreatedNetwork
 	Containers []*Container
@@ -47,8 +51,11 @@ type Container struct {
 	ExitCode *int
 	TimedOut bool
 	IPs      map[string]string
-	peak     func() uint64
-	wait     <-chan dockerx.WaitResult
+	// ReadyBy says how readiness was judged when not by a request
+	// (ReadyByListening); empty otherwise.
+	ReadyBy string
+	peak    func() uint64
+	wait    <-chan dockerx.WaitResult
 }
 
 // PeakMemory is the highest memory use seen while the container ran.
@@ -61,7 +68,7 @@ func (c *Container) PeakMemory() uint64 {
 
 // NewSession prepares to apply plan through engine.
 func NewSession(engine dockerx.Engine, plan Plan) *Session {
-	return &Session{Engine: engine, Plan: plan, HTTP: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}}
+	return &Session{Engine: engine, Plan: plan}
 }
 
 // CreateNetworks creates the plan's networks.
@@ -98,6 +105,11 @@ func (s *Session) Find(role string) *Container {
 
 // create creates the step's container and registers the wait before start.
 func (s *Session) create(ctx context.Context, st Step) (*Container, error) {
+	hosts, err := s.hostEntries(st)
+	if err != nil {
+		return nil, err
+	}
+	st.Spec.ExtraHosts = append(slices.Clone(st.Spec.ExtraHosts), hosts...)
 	id, err := s.Engine.CreateContainer(ctx, st.Spec)
 	if id != "" {
 		// Recorded even when connecting a second network failed, so
@@ -110,6 +122,33 @@ func (s *Session) create(ctx context.Context, st Step) (*Container, error) {
 	c := s.Containers[len(s.Containers)-1]
 	c.wait = s.Engine.WaitContainer(context.WithoutCancel(ctx), id)
 	return c, nil
+}
+
+// hostEntries are the step's peers as host:address entries, from the
+// addresses the peers got on the internal network.
+func (s *Session) hostEntries(st Step) ([]string, error) {
+	var out []string
+	for _, h := range st.Hosts {
+		peer := s.Find(h.Role)
+		ip := ""
+		if peer != nil {
+			ip = peer.IPs[s.internalNetwork()]
+		}
+		if ip == "" {
+			return nil, fmt.Errorf("creating %s: %s (%s) has no address on the internal network", st.Role, h.Name, h.Role)
+		}
+		out = append(out, h.Name+":"+ip)
+	}
+	return out, nil
+}
+
+func (s *Session) internalNetwork() string {
+	for _, n := range s.Plan.Networks {
+		if n.Internal {
+			return n.Name
+		}
+	}
+	return ""
 }
 
 // StartService creates and starts a long-running role and waits until its
@@ -142,8 +181,7 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 		return err
 	}
 	c.IPs = state.IPs
-	ip := state.IPs[c.Step.Ready.Network]
-	if ip == "" && !state.Running {
+	if !state.Running || state.Pid == 0 {
 		// Exited already: the engine has dropped its addresses.
 		code := state.ExitCode
 		select {
@@ -154,21 +192,22 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 		c.ExitCode = &code
 		return fmt.Errorf("%s exited with code %d before it was ready", c.Step.Role, code)
 	}
-	if ip == "" {
-		return fmt.Errorf("checking %s readiness: no address on network %s", c.Step.Role, c.Step.Ready.Network)
-	}
-	addr := net.JoinHostPort(ip, strconv.Itoa(c.Step.Ready.Port))
-	url := "http://" + addr + c.Step.Ready.Path
-	what, check := "GET "+url, func(ctx context.Context) error { return s.probe(ctx, url) }
-	if c.Step.Ready.TCP {
-		what, check = "TCP connect "+addr, func(ctx context.Context) error { return dial(ctx, addr) }
-	}
+	what, check := s.readiness(c.Step.Ready, state.Pid)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
 	for {
 		if last = check(ctx); last == nil {
 			return nil
+		}
+		if errors.Is(last, os.ErrPermission) && c.ReadyBy == "" {
+			// Not root: the namespace cannot be entered. Watching for
+			// the listening socket needs no privilege and sends nothing.
+			c.ReadyBy = ReadyByListening
+			what, check = "listening socket on port "+strconv.Itoa(c.Step.Ready.Port), func(context.Context) error {
+				return s.listening(state.Pid, c.Step.Ready.Port)
+			}
+			continue
 		}
 		select {
 		case r := <-c.wait:
@@ -185,22 +224,73 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 	}
 }
 
-// dial is the TCP readiness check: the listener accepts a connection.
-func dial(ctx context.Context, addr string) error {
-	d := net.Dialer{Timeout: 2 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", addr)
+// ReadyByListening is recorded in Container.ReadyBy when readiness was
+// judged from the container's listening socket instead of a request.
+const ReadyByListening = "listening socket (the host may not enter the container's network namespace)"
+
+// readiness is the check of r for the container whose init is pid: a
+// request to its own loopback from inside its network namespace.
+func (s *Session) readiness(r *Readiness, pid int) (string, func(context.Context) error) {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Port))
+	dial := func(ctx context.Context) (net.Conn, error) { return s.dialNetns(ctx, pid, addr) }
+	if r.TCP {
+		return "TCP connect " + addr + " in the container", func(ctx context.Context) error {
+			conn, err := dial(ctx)
+			if err != nil {
+				return err
+			}
+			return conn.Close()
+		}
+	}
+	url := "http://" + addr + r.Path
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		Proxy: nil, DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
+	}}
+	return "GET " + url + " in the container", func(ctx context.Context) error { return get(ctx, client, url) }
+}
+
+// dialNetns is the only way the session connects to a container. Threat:
+// the host has no address on the internal network, so a connection to a
+// container's address there would leave by the host's default route; the
+// guard refuses anything but loopback, which is always the container's
+// own inside its namespace.
+func (s *Session) dialNetns(ctx context.Context, pid int, addr string) (net.Conn, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, fmt.Errorf("refusing to connect to %s: the host connects to containers only on their own loopback", addr)
+	}
+	dial := s.DialNetns
+	if dial == nil {
+		dial = dockerx.DialInNetns
+	}
+	return dial(ctx, pid, addr)
+}
+
+func (s *Session) listening(pid, port int) error {
+	f := s.Listening
+	if f == nil {
+		f = dockerx.Listening
+	}
+	ok, err := f(pid, port)
 	if err != nil {
 		return err
 	}
-	return conn.Close()
+	if !ok {
+		return fmt.Errorf("nothing listens on port %d yet", port)
+	}
+	return nil
 }
 
-func (s *Session) probe(ctx context.Context, url string) error {
+func get(ctx context.Context, client *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
 	}
-	res, err := s.HTTP.Do(req)
+	res, err := client.Do(req)
 	if err != nil {
 		return err
 	}

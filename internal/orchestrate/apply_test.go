@@ -3,11 +3,14 @@ package orchestrate
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +23,7 @@ import (
 func testPlan(port int) Plan {
 	return Plan{RunID: "r", Networks: []dockerx.NetworkSpec{{Name: "internal", Internal: true}, {Name: "egress"}},
 		Containers: []Step{
-			{Role: RoleGateway, Spec: dockerx.ContainerSpec{Name: "gw"}, Ready: &Readiness{Network: "internal", Port: port, Path: "/healthz"}},
+			{Role: RoleGateway, Spec: dockerx.ContainerSpec{Name: "gw"}, Ready: &Readiness{Port: port, Path: "/healthz"}},
 			{Role: RoleAgent, Spec: dockerx.ContainerSpec{Name: "agent"}, Workload: true},
 		}}
 }
@@ -42,7 +45,7 @@ func healthServer(t *testing.T, status int) int {
 
 func TestSessionHappyPathAndTeardownOrder(t *testing.T) {
 	f := newFake()
-	s := NewSession(f, testPlan(healthServer(t, http.StatusOK)))
+	s := newTestSession(f, testPlan(healthServer(t, http.StatusOK)))
 	ctx := context.Background()
 	if err := s.CreateNetworks(ctx); err != nil {
 		t.Fatal(err)
@@ -68,7 +71,7 @@ func TestSessionHappyPathAndTeardownOrder(t *testing.T) {
 	}
 	want := []string{
 		"create-network internal", "create-network egress",
-		"create gw", "start id-gw",
+		"create gw", "start id-gw", "dial 4242 127.0.0.1",
 		"create agent", "attach id-agent", "start id-agent",
 		"remove id-agent", "remove id-gw", "remove-network net-egress", "remove-network net-internal",
 	}
@@ -98,7 +101,7 @@ func TestStartServiceFailures(t *testing.T) {
 				f.exitOnStart["id-gw"] = 2
 			}
 			f.stopped = tt.name == "gone before inspect"
-			s := NewSession(f, testPlan(healthServer(t, tt.status)))
+			s := newTestSession(f, testPlan(healthServer(t, tt.status)))
 			err := s.StartService(context.Background(), RoleGateway, 300*time.Millisecond)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 				t.Fatalf("got %v, want %q", err, tt.wantErr)
@@ -117,7 +120,7 @@ func TestWaitTimeoutAndCancel(t *testing.T) {
 	for _, cancelled := range []bool{false, true} {
 		t.Run(map[bool]string{false: "timeout", true: "signal"}[cancelled], func(t *testing.T) {
 			f := newFake()
-			s := NewSession(f, testPlan(0))
+			s := newTestSession(f, testPlan(0))
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			w, err := s.StartWorkload(ctx, RoleAgent, &bytes.Buffer{}, &bytes.Buffer{})
@@ -145,7 +148,7 @@ func TestWaitTimeoutAndCancel(t *testing.T) {
 func TestTeardownKeepsGoing(t *testing.T) {
 	f := newFake()
 	f.removeErr["id-gw"] = errBoom
-	s := NewSession(f, testPlan(healthServer(t, 200)))
+	s := newTestSession(f, testPlan(healthServer(t, 200)))
 	ctx := context.Background()
 	if err := s.CreateNetworks(ctx); err != nil {
 		t.Fatal(err)
@@ -164,7 +167,7 @@ func TestTeardownKeepsGoing(t *testing.T) {
 
 func TestRemoveCommand(t *testing.T) {
 	f := newFake()
-	s := NewSession(f, testPlan(healthServer(t, 200)))
+	s := newTestSession(f, testPlan(healthServer(t, 200)))
 	ctx := context.Background()
 	_ = s.CreateNetworks(ctx)
 	_ = s.StartService(ctx, RoleGateway, time.Second)
@@ -277,7 +280,7 @@ func TestHeldStepIsPreparedThenReleased(t *testing.T) {
 			f.stopped = tt.stopped
 			plan := testPlan(0)
 			plan.Containers[1].Hold = true
-			s := NewSession(f, plan)
+			s := newTestSession(f, plan)
 			var order []string
 			s.Prepare = func(_ context.Context, role string, pid int) error {
 				order = append(order, "prepare "+role+" "+strconv.Itoa(pid))
@@ -327,7 +330,7 @@ func TestTCPReadiness(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := testPlan(tt.port)
 			p.Containers[0].Ready.TCP, p.Containers[0].Ready.Path = true, ""
-			s := NewSession(newFake(), p)
+			s := newTestSession(newFake(), p)
 			err := s.StartService(context.Background(), RoleGateway, 300*time.Millisecond)
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("StartService: %v", err)
@@ -336,5 +339,100 @@ func TestTCPReadiness(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// The host never connects to a container's network address: readiness is
+// checked on the container's own loopback, from inside its namespace. With
+// the host holding no address on the internal network, a connection to a
+// container's internal address would leave by the host's default route.
+func TestReadinessNeverDialsAContainerAddress(t *testing.T) {
+	f := newFake() // the container's internal address is 10.99.0.2
+	s := newTestSession(f, testPlan(healthServer(t, http.StatusOK)))
+	ctx := context.Background()
+	if err := s.CreateNetworks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartService(ctx, RoleGateway, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.dials) == 0 {
+		t.Fatal("readiness made no connection")
+	}
+	for _, d := range f.dials {
+		if !strings.HasPrefix(d, "4242 127.0.0.1:") {
+			t.Errorf("the session connected to %q; want only the container's (pid 4242) loopback", d)
+		}
+	}
+	if _, err := s.dialNetns(ctx, 4242, "10.99.0.2:3128"); err == nil || !strings.Contains(err.Error(), "refusing") {
+		t.Errorf("dialNetns to a container address = %v, want a refusal", err)
+	}
+}
+
+// Without the privilege to enter the namespace, readiness falls back to
+// the listening socket and says so.
+func TestReadinessFallsBackToListeningSocket(t *testing.T) {
+	f := newFake()
+	f.netnsErr = fmt.Errorf("entering the network namespace: %w", syscall.EPERM)
+	s := newTestSession(f, testPlan(3128))
+	calls := 0
+	s.Listening = func(pid, port int) (bool, error) {
+		calls++
+		if pid != 4242 || port != 3128 {
+			t.Errorf("Listening(%d, %d), want (4242, 3128)", pid, port)
+		}
+		return calls > 2, nil
+	}
+	ctx := context.Background()
+	if err := s.CreateNetworks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartService(ctx, RoleGateway, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Find(RoleGateway); c.ReadyBy != ReadyByListening {
+		t.Errorf("ReadyBy = %q, want %q", c.ReadyBy, ReadyByListening)
+	}
+}
+
+// An internal-only role gets its peers' internal addresses as host
+// entries, so it needs no resolver.
+func TestHostEntriesFromPeers(t *testing.T) {
+	f := newFake()
+	plan := testPlan(healthServer(t, http.StatusOK))
+	plan.Containers[1].Hosts = []HostAlias{{Name: "egress-gateway", Role: RoleGateway}}
+	s := newTestSession(f, plan)
+	ctx := context.Background()
+	if err := s.CreateNetworks(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartService(ctx, RoleGateway, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartWorkload(ctx, RoleAgent, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	got := f.specs["agent"].ExtraHosts
+	if diff := cmp.Diff([]string{"egress-gateway:10.99.0.2"}, got); diff != "" {
+		t.Errorf("agent ExtraHosts (-want +got):\n%s", diff)
+	}
+	if len(s.Plan.Containers[1].Spec.ExtraHosts) != 0 {
+		t.Errorf("the plan was changed: %v", s.Plan.Containers[1].Spec.ExtraHosts)
+	}
+}
+
+// A peer that has no internal address stops the run before the container
+// is created.
+func TestHostEntriesMissingPeer(t *testing.T) {
+	f := newFake()
+	plan := testPlan(0)
+	plan.Containers[1].Hosts = []HostAlias{{Name: "mcp-sidecar", Role: RoleSidecar}}
+	s := newTestSession(f, plan)
+	_, err := s.StartWorkload(context.Background(), RoleAgent, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "mcp-sidecar") {
+		t.Fatalf("err = %v, want one naming mcp-sidecar", err)
+	}
+	if _, ok := f.specs["agent"]; ok {
+		t.Error("the agent was created")
 	}
 }

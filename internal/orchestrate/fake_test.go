@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"sync"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
@@ -26,11 +27,36 @@ type fakeEngine struct {
 	removeErr   map[string]error
 	containers  []dockerx.Resource
 	networks    []dockerx.Resource
+	specs       map[string]dockerx.ContainerSpec // by name, as created
+	dials       []string                         // "pid addr" of every connection the session made
+	netnsErr    error                            // DialNetns fails with it (e.g. EPERM)
+}
+
+// newTestSession is NewSession with the fake's namespace dialer: it records
+// each connection and makes it on this host's loopback (where the tests'
+// health servers listen), so a test sees every address the session used.
+func newTestSession(f *fakeEngine, plan Plan) *Session {
+	s := NewSession(f, plan)
+	s.DialNetns = func(ctx context.Context, pid int, addr string) (net.Conn, error) {
+		host, _, _ := net.SplitHostPort(addr)
+		f.record("dial %d %s", pid, host)
+		f.mu.Lock()
+		f.dials = append(f.dials, fmt.Sprintf("%d %s", pid, addr))
+		err := f.netnsErr
+		f.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+	return s
 }
 
 func newFake() *fakeEngine {
 	return &fakeEngine{images: map[string]bool{}, createErr: map[string]error{}, exitOnStart: map[string]int{},
-		waits: map[string]chan dockerx.WaitResult{}, removeErr: map[string]error{}, ip: "127.0.0.1"}
+		waits: map[string]chan dockerx.WaitResult{}, removeErr: map[string]error{}, ip: "10.99.0.2",
+		specs: map[string]dockerx.ContainerSpec{}}
 }
 
 func (f *fakeEngine) record(format string, args ...any) {
@@ -80,6 +106,9 @@ func (f *fakeEngine) ListNetworks(context.Context, map[string]string) ([]dockerx
 
 func (f *fakeEngine) CreateContainer(_ context.Context, c dockerx.ContainerSpec) (string, error) {
 	f.record("create %s", c.Name)
+	f.mu.Lock()
+	f.specs[c.Name] = c
+	f.mu.Unlock()
 	if err := f.createErr[c.Name]; err != nil {
 		return "", err
 	}

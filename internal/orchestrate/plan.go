@@ -70,15 +70,27 @@ type Step struct {
 	// Hold: the role waits for HoldFile in its output directory; see
 	// Session.Prepare and Session.Release.
 	Hold bool `json:"hold,omitempty"`
+	// Hosts are /etc/hosts entries added when the container is created,
+	// each the address on the internal network of a role started
+	// earlier. The role then needs no resolver to find its peers.
+	Hosts []HostAlias `json:"hosts,omitempty"`
+}
+
+// HostAlias names a peer's alias and the role whose internal address it
+// resolves to.
+type HostAlias struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
 }
 
 // Readiness is an HTTP GET that must answer 200, or with TCP a TCP
-// connection that is accepted (Squid has no health endpoint).
+// connection that is accepted (Squid has no health endpoint). Either is
+// made to 127.0.0.1:Port inside the container's own network namespace:
+// the host never sends a packet to a container's network address.
 type Readiness struct {
-	Network string `json:"network"`
-	Port    int    `json:"port"`
-	Path    string `json:"path"`
-	TCP     bool   `json:"tcp,omitempty"`
+	Port int    `json:"port"`
+	Path string `json:"path"`
+	TCP  bool   `json:"tcp,omitempty"`
 }
 
 // NewPlan decides the networks and containers of a run. It is pure.
@@ -88,7 +100,8 @@ func NewPlan(in Input) (Plan, error) {
 	}
 	p := Plan{RunID: in.RunID}
 	if in.uses(spec.NetInternal) {
-		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: InternalNetwork(in.dockerID()), Internal: true, Labels: in.labels("")})
+		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: InternalNetwork(in.dockerID()), Internal: true, Labels: in.labels(""),
+			Options: map[string]string{dockerx.OptionInhibitIPv4: "true"}})
 	}
 	if in.uses(spec.NetEgress) {
 		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: EgressNetwork(in.dockerID()), Labels: in.labels("")})
@@ -193,25 +206,47 @@ func (in Input) step(role string) (Step, error) {
 		StopTimeout: 5 * time.Second,
 	}
 	hold := false
+	var hosts []HostAlias
 	if len(c.Networks) > 0 && !contains(c.Networks, spec.NetEgress) {
 		isolateDNS(&cs)
 		hold = in.HoldInternal
+		hosts = in.peers(role)
 	}
 	if hold {
 		cs.Env = append(cs.Env, dockerx.EnvVar{Name: EnvHoldFile, Value: target + "/" + HoldFile})
 		sort.Slice(cs.Env, func(i, j int) bool { return cs.Env[i].Name < cs.Env[j].Name })
 	}
-	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent, Hold: hold}
+	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent, Hold: hold, Hosts: hosts}
 	switch role {
 	case RoleGateway:
-		st.Ready = &Readiness{Network: InternalNetwork(in.dockerID()), Port: spec.GatewayPort, Path: "/healthz"}
+		st.Ready = &Readiness{Port: spec.GatewayPort, Path: "/healthz"}
 		if in.GatewayEngine == EngineSquid {
 			in.squid(&st)
 		}
 	case RoleSidecar:
-		st.Ready = &Readiness{Network: InternalNetwork(in.dockerID()), Port: spec.SidecarPort, Path: "/healthz"}
+		st.Ready = &Readiness{Port: spec.SidecarPort, Path: "/healthz"}
 	}
 	return st, nil
+}
+
+// peers are the aliases, on the internal network, of the roles started
+// before role: an internal-only role reaches them through /etc/hosts, so
+// it needs no resolver (and its seccomp filter can refuse UDP).
+func (in Input) peers(role string) []HostAlias {
+	var out []HostAlias
+	for _, r := range in.Profile.Roles {
+		if r == role {
+			break
+		}
+		c := in.Profile.Containers[r]
+		if !contains(c.Networks, spec.NetInternal) {
+			continue
+		}
+		for _, a := range c.Aliases {
+			out = append(out, HostAlias{Name: a, Role: r})
+		}
+	}
+	return out
 }
 
 // cmd is the spec's command, except for the agent container, whose
