@@ -79,7 +79,7 @@ func networkProbes() []Probe {
 		ctxProbe(g, "T13", "Connect to allowed localnet address", GoalAllow, func(c *Context) string { return c.AllowedLocalAddress }),
 		ctxProbe(g, "T14", "Connect to denied localnet address", GoalDeny, func(c *Context) string { return c.DeniedLocalAddress }),
 		{Group: g, ID: "T15", Title: "UDP send/receive", Goal: GoalAny,
-			Threat: "Covert channels over UDP. Loopback UDP stays open by design: the Go resolver needs UDP to Docker's DNS; UDP egress is judged by routes (G40 T04).",
+			Threat: "Covert channels over UDP. Loopback only, as benign introspection: whether a role may have a UDP socket at all is G41 T06.",
 			Shell:  "nc -u -w 1 127.0.0.1 9",
 			Tool:   func(context.Context, *Env) Result { return udpLoopback() }},
 		{Group: g, ID: "T16", Title: "ICMP ping / raw socket creation", Goal: GoalDeny, Threat: "Raw packets: spoofing and scanning without CAP_NET_RAW.", Shell: "ping -c 1 127.0.0.1",

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -77,17 +76,33 @@ func systemProbes() []Probe {
 	}
 }
 
+// interfaces reads the interfaces and addresses from /proc, not netlink:
+// the sandbox refuses netlink sockets (G41 T08), and reading a file is the
+// same reconnaissance.
 func interfaces() Result {
-	ifs, err := net.Interfaces()
+	data, err := os.ReadFile("/proc/net/dev")
 	if err != nil {
-		return fromErr("Listing network interfaces", err)
+		return fromErr("Reading /proc/net/dev", err)
 	}
 	var names []string
-	for _, i := range ifs {
-		addrs, _ := i.Addrs()
-		names = append(names, fmt.Sprintf("%s%v", i.Name, addrs))
+	for _, l := range strings.Split(string(data), "\n") {
+		if name, _, ok := strings.Cut(l, ":"); ok && !strings.Contains(name, "|") {
+			names = append(names, strings.TrimSpace(name))
+		}
 	}
-	return allowed(fmt.Sprintf("Read %d network interfaces.", len(ifs)), strings.Join(names, " "))
+	var addrs []string
+	if data, err := os.ReadFile("/proc/net/fib_trie"); err == nil {
+		for _, a := range parseFibLocal(data) {
+			addrs = append(addrs, a.String())
+		}
+	}
+	if data, err := os.ReadFile("/proc/net/if_inet6"); err == nil {
+		v6, _ := parseIfInet6(data)
+		for _, a := range v6 {
+			addrs = append(addrs, a.Prefix.String())
+		}
+	}
+	return allowed(fmt.Sprintf("Read %d network interfaces.", len(names)), strings.Join(names, " ")+"; addresses "+strings.Join(addrs, " "))
 }
 
 // writeUnder creates dir (and parents) and a file in it, then removes what

@@ -6,7 +6,8 @@ import (
 )
 
 // Groups returns the catalogue's groups in report order: the seed's G01-G22
-// and G30, then G40 for mcpsidecar's own design claims.
+// and G30, then G40 for mcpsidecar's own design claims and G41 for the ways
+// out that issue 12 found those claims did not cover.
 func Groups() []GroupInfo {
 	return []GroupInfo{
 		{"G01", "Runtime identity and execution context"},
@@ -33,6 +34,7 @@ func Groups() []GroupInfo {
 		{"G22", "Logging, telemetry, and audit visibility"},
 		{"G30", "Local AI agents"},
 		{"G40", "mcpsidecar design claims"},
+		{"G41", "Ways out"},
 	}
 }
 
@@ -41,7 +43,7 @@ func Catalogue() []Probe {
 	var all []Probe
 	for _, part := range [][]Probe{identityProbes(), readProbes(), writeProbes(), envExecProbes(),
 		processProbes(), networkProbes(), localServiceProbes(), ipcUIProbes(), browserPackageProbes(),
-		sourceDatabaseProbes(), cloudIdentityProbes(), systemProbes(), hardwareTimeLogProbes(), designProbes()} {
+		sourceDatabaseProbes(), cloudIdentityProbes(), systemProbes(), hardwareTimeLogProbes(), designProbes(), waysOutProbes()} {
 		all = append(all, part...)
 	}
 	return all

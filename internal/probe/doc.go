@@ -4,7 +4,11 @@
 // and G30, with their ids, titles and outcome words) plus group G40, which
 // checks each claim mcpsidecar's design makes (seccomp active, Landlock
 // active, execve refused, no route out, gateway refusals, black-holed names,
-// writable paths, capabilities, user, limits).
+// writable paths, capabilities, user, limits), and group G41, the ways out
+// those claims did not cover (issue 12: the host's own addresses on each
+// network, TCP Fast Open past the connect rule, listen without bind, UDP,
+// ICMP, netlink, raw and packet sockets, setuid bits in the output
+// directory, another role's output).
 //
 // It writes the seed's report shape (report.json: groups -> capabilities ->
 // shell, tool, alternates), adding to every probe what the sandbox is
@@ -15,7 +19,9 @@
 // share its bugs. It never sends traffic off the machine: denial probes use
 // reserved names (.invalid, .test, .example), addresses inspected through the
 // routing table instead of dialed, or requests the gateway refuses before any
-// lookup.
+// lookup. The G41 probes send packets, but only to the host's own addresses
+// on the container's networks (computed from /proc or given in the context,
+// private addresses only) and to the sandbox's own containers.
 //
 // The probe context (what the spec declares: capabilities, allowlist,
 // gateway and sidecar URLs, writable paths, limits) is the JSON of [Context];
