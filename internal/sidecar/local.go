@@ -59,7 +59,7 @@ func addLocal(s *mcp.Server) {
 	s.AddTool(&mcp.Tool{
 		Name:        ToolHTMLElementName,
 		Description: "Return the HTML element the sample workload should explain. Takes no arguments.",
-		InputSchema: map[string]any{"type": "object", "additionalProperties": false},
+		InputSchema: map[string]any{"type": "object", "properties": map[string]any{}, "additionalProperties": false},
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true},
 	}, htmlElementName)
 	s.AddResource(&mcp.Resource{
