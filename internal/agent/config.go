@@ -77,6 +77,13 @@ type Config struct {
 	Proxy func(*url.URL) (*url.URL, error)
 }
 
+// SeedTask reports whether the question is the seed's task, whose steps
+// (read the format, search code samples, then save) the agent enforces and
+// the verdict checks. Any other question is the user's own.
+func (c Config) SeedTask() bool {
+	return c.Question == DefaultQuestion
+}
+
 // LoadConfig resolves opts against the environment read through getenv.
 func LoadConfig(opts Options, getenv func(string) string) (Config, error) {
 	c := Config{

@@ -33,8 +33,9 @@ type searchArgs struct {
 	Language string `json:"language,omitempty"`
 }
 
-// startSidecar serves the fake sidecar on loopback and returns its MCP URL.
-func startSidecar(t testing.TB) (*fakeSidecar, string) {
+// startSidecar serves the fake sidecar on loopback and returns its MCP URL;
+// extra tools, when given, are listed too (they answer "ok").
+func startSidecar(t testing.TB, extra ...*mcp.Tool) (*fakeSidecar, string) {
 	t.Helper()
 	f := &fakeSidecar{}
 	srv := mcp.NewServer(&mcp.Implementation{Name: "fake-sidecar", Version: "1"}, nil)
@@ -46,6 +47,11 @@ func startSidecar(t testing.TB) (*fakeSidecar, string) {
 		func(context.Context, *mcp.CallToolRequest, searchArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: testSample}}}, nil, nil
 		})
+	for _, tool := range extra {
+		srv.AddTool(tool, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "ok"}}}, nil
+		})
+	}
 	srv.AddReceivingMiddleware(f.record)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true})
 	ts := httptest.NewServer(h)

@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/chatcontract"
 )
 
 // Names of the tools the agent offers besides the sidecar's own.
@@ -26,20 +26,26 @@ const (
 	maxToolResult = 32 << 10
 )
 
-// validToolName is what the Chat Completions API accepts as a function name.
-var validToolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-
-// errFatal marks a model mistake that ends the run: an unknown tool,
-// malformed arguments, an oversized answer. They are not sent back to the
-// model to try again, because a model that does them once tends to loop.
+// errFatal marks a model mistake that ends the run: an oversized answer,
+// or a spent budget of refused or repeated calls. A single wrong call is
+// not fatal: it goes back to the model as a tool result saying what was
+// wrong, so it can correct itself.
 var errFatal = errors.New("model error")
+
+// Schemas of the agent's own tools.
+var (
+	readFormatSchema = mustSchema(`{"type":"object","properties":{},"additionalProperties":false}`)
+	saveSchema       = mustSchema(`{"type":"object","properties":{"text":{"type":"string","description":"the complete answer"}},"required":["text"],"additionalProperties":false}`)
+)
 
 // toolset is the fixed set of tools offered to the model, and the state
 // the run's preconditions need. Nothing else can be called.
 type toolset struct {
 	session    *mcp.ClientSession
-	remote     map[string]*mcp.Tool
+	remote     map[string]function // by the name offered to the model
 	offered    []openai.Tool
+	renamed    map[string]string // offered name -> MCP name, for the record
+	dropped    []string          // sidecar tools over the API's tool limit
 	cfg        Config
 	log        *turnLog
 	formatRead bool
@@ -49,39 +55,43 @@ type toolset struct {
 	refused string
 }
 
-// newToolset lists the sidecar's tools and builds the offer. A sidecar tool
-// whose name clashes with a local one, or that the model API would refuse,
-// is left out.
+// newToolset lists the sidecar's tools and builds the offer: the local
+// tools around the sidecar's, each a function definition the API accepts.
+// A sidecar tool whose name clashes with a local one is left out.
 func newToolset(ctx context.Context, s *mcp.ClientSession, cfg Config, log *turnLog) (*toolset, error) {
 	res, err := s.ListTools(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("listing sidecar tools: %w", err)
 	}
-	t := &toolset{session: s, remote: map[string]*mcp.Tool{}, cfg: cfg, log: log}
-	t.offered = append(t.offered, localTool(ToolReadFormat,
-		"Read the required answer format (Markdown). Call this first.",
-		`{"type":"object","properties":{},"additionalProperties":false}`))
+	t := &toolset{session: s, remote: map[string]function{}, renamed: map[string]string{}, cfg: cfg, log: log}
+	taken := map[string]bool{ToolReadFormat: true, ToolSaveAnswer: true}
+	var sidecarTools []*mcp.Tool
 	for _, tool := range res.Tools {
-		if tool.Name == ToolReadFormat || tool.Name == ToolSaveAnswer || !validToolName.MatchString(tool.Name) {
-			continue
+		if !taken[tool.Name] {
+			sidecarTools = append(sidecarTools, tool)
 		}
-		schema, err := json.Marshal(tool.InputSchema)
-		if err != nil {
-			return nil, fmt.Errorf("encoding schema of sidecar tool %s: %w", tool.Name, err)
+	}
+	fns, dropped, err := offer(sidecarTools, taken, chatcontract.MaxTools-2)
+	if err != nil {
+		return nil, err
+	}
+	t.dropped = dropped
+	t.offered = append(t.offered, localTool(ToolReadFormat, "Read the required answer format (Markdown). Call this first.", readFormatSchema))
+	for _, f := range fns {
+		t.remote[f.name] = f
+		if f.name != f.tool.Name {
+			t.renamed[f.name] = f.tool.Name
 		}
-		t.remote[tool.Name] = tool
-		t.offered = append(t.offered, openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-			Name: tool.Name, Description: tool.Description, Parameters: json.RawMessage(schema)}})
+		t.offered = append(t.offered, f.definition())
 	}
 	t.offered = append(t.offered, localTool(ToolSaveAnswer,
-		"Save the complete final answer text, exactly as it should be shown. Call once, last.",
-		`{"type":"object","properties":{"text":{"type":"string","description":"the complete answer"}},"required":["text"],"additionalProperties":false}`))
+		"Save the complete final answer text, exactly as it should be shown. Call once, last.", saveSchema))
 	return t, nil
 }
 
-func localTool(name, desc, schema string) openai.Tool {
+func localTool(name, desc string, schema toolSchema) openai.Tool {
 	return openai.Tool{Type: openai.ToolTypeFunction, Function: &openai.FunctionDefinition{
-		Name: name, Description: desc, Parameters: json.RawMessage(schema)}}
+		Name: name, Description: desc, Parameters: schema.raw}}
 }
 
 // names lists the offered tool names, for error messages.
@@ -93,45 +103,62 @@ func (t *toolset) names() []string {
 	return out
 }
 
-// call runs one tool call of the model and returns the text for the model.
-// A returned error wraps errFatal when it must end the run.
-func (t *toolset) call(ctx context.Context, turn int, tc openai.ToolCall) (string, error) {
-	name := tc.Function.Name
-	if tc.Type != "" && tc.Type != openai.ToolTypeFunction {
-		return "", fmt.Errorf("%w: tool call %s has type %q, want function", errFatal, tc.ID, tc.Type)
+// schemaOf returns the schema of an offered tool.
+func (t *toolset) schemaOf(name string) (toolSchema, bool) {
+	switch name {
+	case ToolReadFormat:
+		return readFormatSchema, true
+	case ToolSaveAnswer:
+		return saveSchema, true
 	}
-	args, err := parseArgs(name, tc.Function.Arguments)
-	if err != nil {
-		return "", err
-	}
-	switch _, remote := t.remote[name]; {
-	case name == ToolReadFormat:
-		return t.readFormat(ctx, turn, args)
-	case name == ToolSaveAnswer:
-		return t.save(turn, args)
-	case remote:
-		return t.callRemote(ctx, turn, name, args)
-	}
-	return "", fmt.Errorf("%w: model called unknown tool %q (offered: %s)", errFatal, name, strings.Join(t.names(), ", "))
+	f, ok := t.remote[name]
+	return f.schema, ok
 }
 
-// parseArgs decodes a tool call's arguments, which must be a JSON object.
-func parseArgs(name, raw string) (map[string]any, error) {
-	if strings.TrimSpace(raw) == "" {
-		raw = "{}"
+// call runs one tool call of the model and returns the text for the model.
+// A call the agent refuses (unknown tool, malformed or mistyped arguments,
+// save_answer before the task's steps) is answered with what was wrong and
+// recorded; refused says why. A returned error ends the run.
+func (t *toolset) call(ctx context.Context, turn int, tc openai.ToolCall) (out, refused string, err error) {
+	name := tc.Function.Name
+	schema, known := t.schemaOf(name)
+	switch {
+	case tc.Type != "" && tc.Type != openai.ToolTypeFunction:
+		return t.refuse(turn, name, fmt.Sprintf("tool call %s has type %q, want function", tc.ID, tc.Type))
+	case !known:
+		return t.refuse(turn, name, fmt.Sprintf("unknown tool %q (offered: %s)", capName(name), strings.Join(t.names(), ", ")))
 	}
-	var args map[string]any
-	if err := json.Unmarshal([]byte(raw), &args); err != nil || args == nil {
-		return nil, fmt.Errorf("%w: malformed arguments for tool %s: want a JSON object, got %.200q", errFatal, name, raw)
+	args, ignored, err := callArgs(schema, tc.Function.Arguments)
+	if err != nil {
+		return t.refuse(turn, name, fmt.Sprintf("malformed arguments for tool %s: %v", name, err))
 	}
-	return args, nil
+	switch name {
+	case ToolReadFormat:
+		out, err = t.readFormat(ctx, turn, ignored)
+		return out, "", err
+	case ToolSaveAnswer:
+		return t.save(turn, args, ignored)
+	}
+	out, err = t.callRemote(ctx, turn, t.remote[name], args, ignored)
+	return out, "", err
+}
+
+// refuse records a refused call and tells the model what to fix.
+func (t *toolset) refuse(turn int, name, reason string) (string, string, error) {
+	t.logTurn(Turn{Turn: turn, Kind: KindToolCall, Tool: capName(name), Error: "refused: " + reason})
+	return "error: " + reason + ". Correct the call and try again.", reason, nil
+}
+
+// capName bounds a model-chosen name before it reaches a log or an error.
+func capName(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "..."
+	}
+	return s
 }
 
 // readFormat reads the answer-format resource from the sidecar.
-func (t *toolset) readFormat(ctx context.Context, turn int, args map[string]any) (string, error) {
-	if len(args) != 0 {
-		return "", fmt.Errorf("%w: malformed arguments for tool %s: it takes none, got %s", errFatal, ToolReadFormat, keys(args))
-	}
+func (t *toolset) readFormat(ctx context.Context, turn int, ignored []string) (string, error) {
 	id := newTraceID()
 	ctx, cancel := context.WithTimeout(withTrace(ctx, id), t.cfg.RequestTimeout)
 	defer cancel()
@@ -144,7 +171,7 @@ func (t *toolset) readFormat(ctx context.Context, turn int, args map[string]any)
 			err = fmt.Errorf("resource %s is empty", AnswerFormatURI)
 		}
 	}
-	t.record(turn, ToolReadFormat, id, start, err)
+	t.record(Turn{Turn: turn, Tool: ToolReadFormat, CorrelationID: id, IgnoredArguments: ignored}, start, err)
 	if err != nil {
 		return "error: reading the answer format: " + err.Error(), nil
 	}
@@ -161,43 +188,55 @@ func resourceText(res *mcp.ReadResourceResult) string {
 }
 
 // save checks the run's preconditions and writes the answer.
-func (t *toolset) save(turn int, args map[string]any) (string, error) {
-	text, ok := args["text"].(string)
-	if !ok || len(args) != 1 {
-		return "", fmt.Errorf("%w: malformed arguments for tool %s: want exactly {\"text\": string}, got %s", errFatal, ToolSaveAnswer, keys(args))
-	}
+func (t *toolset) save(turn int, args map[string]any, ignored []string) (string, string, error) {
+	text := args["text"].(string) // callArgs checked it is a string
 	if missing := t.missingSteps(); missing != "" {
 		t.refused = missing
-		t.record(turn, ToolSaveAnswer, "", time.Now(), errors.New("refused: "+missing))
-		return "error: not saved: " + missing, nil
+		return t.refuse(turn, ToolSaveAnswer, "not saved: "+missing)
 	}
 	start := time.Now()
+	tr := Turn{Turn: turn, Kind: KindAnswerSaved, Tool: ToolSaveAnswer, IgnoredArguments: ignored}
 	if err := saveAnswer(t.cfg.OutputDir, text, t.cfg.MaxAnswerBytes); err != nil {
-		t.logTurn(Turn{Turn: turn, Kind: KindAnswerSaved, Tool: ToolSaveAnswer, DurationMS: ms(time.Since(start)), Error: err.Error()})
-		return "", fmt.Errorf("%w: saving the answer: %w", errFatal, err)
+		tr.DurationMS, tr.Error = ms(time.Since(start)), err.Error()
+		t.logTurn(tr)
+		return "", "", fmt.Errorf("%w: saving the answer: %w", errFatal, err)
 	}
-	t.logTurn(Turn{Turn: turn, Kind: KindAnswerSaved, Tool: ToolSaveAnswer, DurationMS: ms(time.Since(start)), OK: true})
+	tr.DurationMS, tr.OK = ms(time.Since(start)), true
+	t.logTurn(tr)
 	t.answer = &text
-	return "saved", nil
+	return "saved", "", nil
 }
 
-// missingSteps names what the task requires before saving, or "".
+// missingSteps names what the seed's task requires before saving, or "".
+// A question of the user's own has no required steps: the model may use
+// whichever tools it chooses, or none.
 func (t *toolset) missingSteps() string {
+	if !t.cfg.SeedTask() {
+		return ""
+	}
 	var miss []string
 	if !t.formatRead {
 		miss = append(miss, "call "+ToolReadFormat+" first")
 	}
-	if _, ok := t.remote[ToolCodeSampleSearch]; ok && !t.searched {
+	if t.hasRemote(ToolCodeSampleSearch) && !t.searched {
 		miss = append(miss, "call "+ToolCodeSampleSearch+" first")
 	}
 	return strings.Join(miss, "; ")
 }
 
-// callRemote calls a sidecar tool with a fresh trace-id.
-func (t *toolset) callRemote(ctx context.Context, turn int, name string, args map[string]any) (string, error) {
-	if err := checkRequired(t.remote[name], args); err != nil {
-		return "", fmt.Errorf("%w: malformed arguments for tool %s: %w", errFatal, name, err)
+// hasRemote reports whether the sidecar offers the MCP tool name.
+func (t *toolset) hasRemote(name string) bool {
+	for _, f := range t.remote {
+		if f.tool.Name == name {
+			return true
+		}
 	}
+	return false
+}
+
+// callRemote calls a sidecar tool, by its MCP name, with a fresh trace-id.
+func (t *toolset) callRemote(ctx context.Context, turn int, f function, args map[string]any, ignored []string) (string, error) {
+	name := f.tool.Name
 	id := newTraceID()
 	ctx, cancel := context.WithTimeout(withTrace(ctx, id), t.cfg.RequestTimeout)
 	defer cancel()
@@ -206,7 +245,11 @@ func (t *toolset) callRemote(ctx context.Context, turn int, name string, args ma
 	if err == nil && res.IsError {
 		err = errors.New(firstLine(toolText(res)))
 	}
-	t.record(turn, name, id, start, err)
+	tr := Turn{Turn: turn, Tool: name, CorrelationID: id, IgnoredArguments: ignored}
+	if f.name != name {
+		tr.OfferedAs = f.name
+	}
+	t.record(tr, start, err)
 	if name == ToolCodeSampleSearch && err == nil {
 		t.searched = true
 	}
@@ -217,27 +260,6 @@ func (t *toolset) callRemote(ctx context.Context, turn int, name string, args ma
 		return "error: calling " + name + ": " + err.Error(), nil
 	}
 	return capText(toolText(res)), nil
-}
-
-// checkRequired checks that args has every property the schema requires.
-// Types are the sidecar's to check; it answers a wrong one with a tool error.
-func checkRequired(tool *mcp.Tool, args map[string]any) error {
-	raw, err := json.Marshal(tool.InputSchema)
-	if err != nil {
-		return fmt.Errorf("encoding schema: %w", err)
-	}
-	var schema struct {
-		Required []string `json:"required"`
-	}
-	if err := json.Unmarshal(raw, &schema); err != nil {
-		return fmt.Errorf("decoding schema: %w", err)
-	}
-	for _, r := range schema.Required {
-		if _, ok := args[r]; !ok {
-			return fmt.Errorf("missing required argument %q", r)
-		}
-	}
-	return nil
 }
 
 func toolText(res *mcp.CallToolResult) string {
@@ -254,9 +276,9 @@ func toolText(res *mcp.CallToolResult) string {
 	return strings.Join(parts, "\n")
 }
 
-// record logs one tool_call turn.
-func (t *toolset) record(turn int, tool, id string, start time.Time, err error) {
-	tr := Turn{Turn: turn, Kind: KindToolCall, Tool: tool, CorrelationID: id, DurationMS: ms(time.Since(start)), OK: err == nil}
+// record logs one tool_call turn, started at start.
+func (t *toolset) record(tr Turn, start time.Time, err error) {
+	tr.Kind, tr.DurationMS, tr.OK = KindToolCall, ms(time.Since(start)), err == nil
 	if err != nil {
 		tr.Error = err.Error()
 	}
@@ -271,6 +293,9 @@ func (t *toolset) logTurn(tr Turn) {
 // capText bounds what goes back to the model, so a huge upstream result
 // cannot blow the context window or the memory limit.
 func capText(s string) string {
+	if s == "" {
+		return "(empty result)" // the API refuses a tool message without content
+	}
 	if len(s) <= maxToolResult {
 		return s
 	}
@@ -283,13 +308,4 @@ func firstLine(s string) string {
 		s = s[:300]
 	}
 	return s
-}
-
-func keys(m map[string]any) string {
-	ks := make([]string, 0, len(m))
-	for k := range m {
-		ks = append(ks, k)
-	}
-	sort.Strings(ks)
-	return "[" + strings.Join(ks, ", ") + "]"
 }

@@ -33,6 +33,18 @@ type Turn struct {
 	DurationMS     float64  `json:"duration_ms"`
 	OK             bool     `json:"ok"`
 	Error          string   `json:"error,omitempty"`
+	// OfferedAs is the name the model called a sidecar tool by, when the
+	// API refused its MCP name (Tool) and the agent offered another.
+	OfferedAs string `json:"offered_as,omitempty"`
+	// IgnoredArguments are keys of a call the tool does not declare; they
+	// were dropped, not sent.
+	IgnoredArguments []string `json:"ignored_arguments,omitempty"`
+	// RenamedTools (first model_request only) maps each offered name to the
+	// sidecar tool's MCP name, for every name the API would have refused.
+	RenamedTools map[string]string `json:"renamed_tools,omitempty"`
+	// DroppedTools (first model_request only) are sidecar tools left out
+	// because the API takes at most 128 tools.
+	DroppedTools []string `json:"dropped_tools,omitempty"`
 }
 
 // turnLog appends turns, one write per line, so a crash never leaves a torn

@@ -33,10 +33,17 @@ const (
 	Oversized   Behaviour = "oversized"    // save an answer far over any cap
 	Flaky       Behaviour = "flaky"        // answer 500 once, then play Task
 	NeverSave   Behaviour = "never-save"   // reply with text, never call save_answer
+	// Sloppy makes the mistakes real models make, then corrects itself: an
+	// extra key, a mistyped argument, malformed JSON, an unknown tool, and
+	// a save with an extra key.
+	Sloppy Behaviour = "sloppy"
+	// Direct saves an answer at once, calling no other tool (a question of
+	// the user's own needs none).
+	Direct Behaviour = "direct"
 )
 
 // Behaviours lists every [Behaviour].
-var Behaviours = []Behaviour{Task, UnknownTool, Malformed, Loop, Oversized, Flaky, NeverSave}
+var Behaviours = []Behaviour{Task, UnknownTool, Malformed, Loop, Oversized, Flaky, NeverSave, Sloppy, Direct}
 
 // Tool names the scripted model uses (the agent's contract).
 const (
@@ -44,6 +51,9 @@ const (
 	toolSearch = "microsoft_code_sample_search"
 	toolSave   = "save_answer"
 )
+
+// DirectAnswer is what [Direct] saves.
+const DirectAnswer = "An answer composed without tools.\n"
 
 // Request is what the fake saw of one request.
 type Request struct {

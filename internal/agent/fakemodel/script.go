@@ -17,15 +17,45 @@ func (s *Server) reply(msgs []openai.ChatCompletionMessage) openai.ChatCompletio
 	n := len(results)
 	switch s.behaviour {
 	case UnknownTool:
-		return call(n, "run_shell", `{"cmd":"id"}`)
+		k := toolMessages(msgs)
+		return call(k, "run_shell", fmt.Sprintf(`{"cmd":"id %d"}`, k))
 	case Malformed:
 		return call(n, toolSearch, `{"query": "HttpClient", "language": csharp`)
 	case Loop:
 		return call(n, toolSearch, `{"query":"HttpClient","language":"csharp"}`)
 	case NeverSave:
 		return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: "Use IHttpClientFactory."}
+	case Sloppy:
+		return sloppy(msgs, results)
+	case Direct:
+		if _, saved := results[toolSave]; !saved {
+			return call(n, toolSave, mustJSON(map[string]string{"text": DirectAnswer}))
+		}
+		return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: "Saved."}
 	}
 	return s.task(results)
+}
+
+// sloppy plays the task with a mistake at each step before the right call;
+// the step is the number of tool results so far.
+func sloppy(msgs []openai.ChatCompletionMessage, results map[string]string) openai.ChatCompletionMessage {
+	n := toolMessages(msgs)
+	switch n {
+	case 0:
+		return call(n, toolFormat, `{"verbose":true}`)
+	case 1:
+		return call(n, toolSearch, `{"query":5,"language":"csharp"}`)
+	case 2:
+		return call(n, toolSearch, `{"query": "HttpClient", "language": csharp`)
+	case 3:
+		return call(n, "search_web", `{"q":"HttpClient"}`)
+	case 4:
+		return call(n, toolSearch, mustJSON(map[string]string{"query": SearchQuery, "language": "csharp"}))
+	case 5:
+		text := Answer(results[toolFormat], results[toolSearch])
+		return call(n, toolSave, mustJSON(map[string]string{"text": text, "answer": text}))
+	}
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: "The answer is saved."}
 }
 
 // task plays the seed's workload step by step.
@@ -54,6 +84,17 @@ func Answer(format, sample string) string {
 		"builder.Services.AddHttpClient() and inject IHttpClientFactory or a typed client), " +
 		"instead of creating and disposing new HttpClient objects per request.\n\n" +
 		fmt.Sprintf("Format followed: %d bytes. Sample evidence: %s\n", len(format), firstLine(sample))
+}
+
+// toolMessages counts the tool results so far.
+func toolMessages(msgs []openai.ChatCompletionMessage) int {
+	n := 0
+	for _, m := range msgs {
+		if m.Role == openai.ChatMessageRoleTool {
+			n++
+		}
+	}
+	return n
 }
 
 // toolResults maps each tool name answered so far to its (last) result.
