@@ -136,13 +136,13 @@ func fsABI(minABI int) int {
 // for. MPTCP sockets are refused whenever Landlock's TCP rules are on:
 // Landlock does not see MPTCP, and Go listeners use it by default.
 func (s system) applySeccomp(p Policy, netOn bool, rep *Report) error {
-	spec := filterSpec{baseline: true, noSpawn: p.NoSpawn, noUnix: p.DenyUnixSockets, noMPTCP: netOn}
+	spec := filterSpec{baseline: true, noSpawn: p.NoSpawn, noUnix: p.DenyUnixSockets, noMPTCP: netOn,
+		noListen: p.NoListen, noUDP: p.NoUDP, noNetlink: p.NoNetlink}
 	layers := []string{LayerSyscallDeny}
-	if p.NoSpawn {
-		layers = append(layers, LayerNoSpawn)
-	}
-	if p.DenyUnixSockets {
-		layers = append(layers, LayerNoUnix)
+	for _, l := range p.seccompLayers() {
+		if l.on {
+			layers = append(layers, l.name)
+		}
 	}
 	loadErr := s.seccomp(spec.program())
 	for _, layer := range layers {
@@ -216,10 +216,27 @@ func (r *Report) upsert(l LayerStatus) {
 // notRequested lists the seccomp layers the policy turned off, so the
 // report shows every layer and why it is off.
 func (r *Report) notRequested(p Policy) {
-	if !p.NoSpawn {
-		r.upsert(LayerStatus{Name: LayerNoSpawn, Detail: "not requested: the spec grants process spawning (shell_access)"})
+	for _, l := range p.seccompLayers() {
+		switch {
+		case l.on:
+		case l.name == LayerNoSpawn:
+			r.upsert(LayerStatus{Name: l.name, Detail: "not requested: the spec grants process spawning (shell_access)"})
+		default:
+			r.upsert(LayerStatus{Name: l.name, Detail: "not requested by the policy"})
+		}
 	}
-	if !p.DenyUnixSockets {
-		r.upsert(LayerStatus{Name: LayerNoUnix, Detail: "not requested by the policy"})
+}
+
+// seccompLayers are the optional seccomp layers and whether p asks for each.
+func (p Policy) seccompLayers() []struct {
+	name string
+	on   bool
+} {
+	return []struct {
+		name string
+		on   bool
+	}{
+		{LayerNoSpawn, p.NoSpawn}, {LayerNoUnix, p.DenyUnixSockets},
+		{LayerNoListen, p.NoListen}, {LayerNoUDP, p.NoUDP}, {LayerNoNetlink, p.NoNetlink},
 	}
 }

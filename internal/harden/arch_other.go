@@ -6,3 +6,5 @@ package harden
 const auditArch = 0
 
 const hasX32 = false
+
+var legacyModeRules []modeRule

@@ -26,6 +26,27 @@ const (
 	ActKeyctl      = "keyctl"       // keyctl(GET_KEYRING_ID, session)
 	ActIOUring     = "io-uring"     // io_uring_setup
 	ActFsize       = "fsize"        // arg: file; write 128 KiB under a 64 KiB RLIMIT_FSIZE
+
+	// TCP Fast Open: a connect that Landlock's connect rule never sees.
+	ActTFOSendto  = "tfo-sendto"  // arg: host:port; sendto(MSG_FASTOPEN) on an unconnected TCP socket
+	ActTFOConnect = "tfo-connect" // setsockopt(IPPROTO_TCP, TCP_FASTOPEN_CONNECT, 1)
+	// Setuid and setgid files: arg is a writable dir; the file is removed after.
+	ActChmodSetuid     = "chmod-setuid"     // fchmodat(0755 -> 04755), what chmod u+s does
+	ActChmodSetgid     = "chmod-setgid"     // fchmodat(0755 -> 02755), what chmod g+s does
+	ActFchmodSetuid    = "fchmod-setuid"    // fchmod(04755)
+	ActFchmodat2Setuid = "fchmodat2-setuid" // fchmodat2(04755)
+	ActCreateSetuid    = "create-setuid"    // openat(O_CREAT, 04755)
+	ActMknodSetuid     = "mknod-setuid"     // mknodat(S_IFREG|04755)
+	// Sockets a role that serves nothing and needs no UDP must not get.
+	ActListenUnbound = "listen-unbound" // listen(2) on a TCP socket never bound: the kernel picks a port
+	ActUDPSocket     = "udp-socket"     // socket(AF_INET, SOCK_DGRAM, 0)
+	ActPingSocket    = "ping-socket"    // socket(AF_INET, SOCK_DGRAM, IPPROTO_ICMP)
+	ActNetlink       = "netlink-socket" // socket(AF_NETLINK, SOCK_RAW, NETLINK_ROUTE)
+	ActRawSocket     = "raw-socket"     // socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)
+	ActPacketSocket  = "packet-socket"  // socket(AF_PACKET, SOCK_RAW, ETH_P_ALL)
+	// ActLookup resolves arg with Go's resolver: a name in /etc/hosts
+	// resolves without a DNS query, so without any UDP socket.
+	ActLookup = "lookup"
 )
 
 // Outcomes of an attempt.

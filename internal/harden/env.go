@@ -17,7 +17,8 @@ const EnvPolicy = "MCPSIDECAR_HARDEN_POLICY"
 const maxABI = 11
 
 // knownLayers are the layer names a policy may list in BestEffort.
-var knownLayers = []string{LayerLandlockFS, LayerLandlockNet, LayerNoSpawn, LayerNoUnix, LayerSyscallDeny}
+var knownLayers = []string{LayerLandlockFS, LayerLandlockNet, LayerNoSpawn, LayerNoUnix, LayerSyscallDeny,
+	LayerNoListen, LayerNoUDP, LayerNoNetlink}
 
 // PolicyFromEnv reads the policy from [EnvPolicy] through getenv. It reports
 // ok=false, and no error, when the variable is unset or empty: that is host

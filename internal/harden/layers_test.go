@@ -3,6 +3,7 @@
 package harden
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -45,6 +46,21 @@ func attempts(f fixture) []Check {
 		check("mount", ActMount, "", OutcomeDenied),
 		check("keyctl", ActKeyctl, "", OutcomeDenied),
 		check("io_uring_setup", ActIOUring, "", OutcomeDenied),
+		// Negative: the baseline's argument rules (issue 12).
+		check("TCP Fast Open to an unlisted port", ActTFOSendto, f.connectNo, OutcomeDenied),
+		check("setsockopt TCP_FASTOPEN_CONNECT", ActTFOConnect, "", OutcomeDenied),
+		check("chmod u+s", ActChmodSetuid, f.rwDir, OutcomeDenied),
+		check("chmod g+s", ActChmodSetgid, f.rwDir, OutcomeDenied),
+		check("fchmod u+s", ActFchmodSetuid, f.rwDir, OutcomeDenied),
+		check("fchmodat2 u+s", ActFchmodat2Setuid, f.rwDir, OutcomeDenied),
+		check("create a setuid file", ActCreateSetuid, f.rwDir, OutcomeDenied),
+		check("mknod a setuid file", ActMknodSetuid, f.rwDir, OutcomeDenied),
+		check("raw socket", ActRawSocket, "", OutcomeDenied),
+		check("packet socket", ActPacketSocket, "", OutcomeDenied),
+		check("ICMP ping socket", ActPingSocket, "", OutcomeDenied),
+		// Positive: this policy serves and keeps UDP and netlink.
+		check("UDP socket (not refused by this policy)", ActUDPSocket, "", OutcomeOK),
+		check("listen without bind (not refused by this policy)", ActListenUnbound, "", OutcomeOK),
 	}
 }
 
@@ -100,10 +116,24 @@ func TestControlUnhardened(t *testing.T) {
 
 // unhardenedOutcome is what an action gives with no layer applied: it
 // works, except where the kernel itself refuses the test's user (mount
-// needs CAP_SYS_ADMIN; io_uring may be disabled by sysctl).
+// needs CAP_SYS_ADMIN, raw and packet sockets CAP_NET_RAW; io_uring may
+// be disabled by sysctl, ping sockets are limited to ping_group_range,
+// TCP Fast Open by net.ipv4.tcp_fastopen).
 func unhardenedOutcome(action string) string {
 	root := os.Geteuid() == 0
 	switch action {
+	case ActRawSocket, ActPacketSocket:
+		if !root {
+			return OutcomeDenied
+		}
+	case ActPingSocket:
+		if !pingAllowed() {
+			return OutcomeDenied
+		}
+	case ActTFOSendto, ActTFOConnect:
+		if !tfoClientEnabled() {
+			return OutcomeError // EOPNOTSUPP
+		}
 	case ActMount:
 		if !root {
 			return OutcomeDenied
@@ -277,5 +307,119 @@ func TestAllThreads(t *testing.T) {
 	}
 	if len(out.Results) != threads*len(checks) {
 		t.Errorf("got %d results, want %d", len(out.Results), threads*len(checks))
+	}
+}
+
+// pingAllowed reports whether our group may open ICMP datagram sockets.
+func pingAllowed() bool {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ping_group_range")
+	if err != nil {
+		return false
+	}
+	var lo, hi int
+	if _, err := fmt.Sscan(string(b), &lo, &hi); err != nil {
+		return false
+	}
+	gid := os.Getegid()
+	return lo <= gid && gid <= hi
+}
+
+// tfoClientEnabled reports whether net.ipv4.tcp_fastopen has the client
+// bit (1) set.
+func tfoClientEnabled() bool {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_fastopen")
+	if err != nil {
+		return false
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	return err == nil && v&1 != 0
+}
+
+// nonServing is f.policy for a role like the agent: it serves nothing,
+// needs no UDP and no netlink, and reads /etc/hosts.
+func nonServing(f fixture) Policy {
+	p := f.policy
+	p.NoListen, p.NoUDP, p.NoNetlink = true, true, true
+	p.Landlock.BindTCP = []uint16{}
+	p.Landlock.ReadOnlyFiles = append(p.Landlock.ReadOnlyFiles, "/etc/hosts")
+	return p
+}
+
+func nonServingChecks(f fixture) []Check {
+	return []Check{
+		check("connect allowed port", ActConnect, f.connectOK, OutcomeOK),
+		check("name in /etc/hosts resolves without UDP", ActLookup, "localhost", OutcomeOK),
+		check("listen without bind", ActListenUnbound, "", OutcomeDenied),
+		check("listen on an unlisted port", ActBind, f.bindNo, OutcomeDenied),
+		check("UDP socket", ActUDPSocket, "", OutcomeDenied),
+		check("ICMP ping socket", ActPingSocket, "", OutcomeDenied),
+		check("netlink socket", ActNetlink, "", OutcomeDenied),
+	}
+}
+
+// TestNonServingRole: a role that serves nothing cannot listen, even
+// without bind (the kernel would pick a port Landlock never sees), gets
+// no UDP, ICMP or netlink socket, and still resolves a name from
+// /etc/hosts, which needs none of them.
+func TestNonServingRole(t *testing.T) {
+	f := newFixture(t)
+	p := nonServing(f)
+	checks := nonServingChecks(f)
+	out := runChild(t, "host", p, nil, checks...)
+	if out.ApplyError != "" {
+		t.Fatalf("apply: %s", out.ApplyError)
+	}
+	assertResults(t, out.Results, checks)
+	for _, name := range []string{LayerNoListen, LayerNoUDP, LayerNoNetlink} {
+		i := slices.IndexFunc(out.Report.Layers, func(l LayerStatus) bool { return l.Name == name })
+		if i < 0 || !out.Report.Layers[i].Enforced || !out.Report.Layers[i].Required {
+			t.Errorf("layer %s not required and enforced: %+v", name, out.Report.Layers)
+		}
+	}
+}
+
+// TestNonServingControl: the same attempts work with nothing applied
+// (except where the kernel refuses them by itself), so the refusals above
+// are the filter's doing. The name lookup is left out: unhardened it
+// might send a DNS query off this machine.
+func TestNonServingControl(t *testing.T) {
+	f := newFixture(t)
+	checks := slices.DeleteFunc(nonServingChecks(f), func(c Check) bool { return c.Action == ActLookup })
+	for i := range checks {
+		if checks[i].Want == OutcomeDenied {
+			checks[i].Want = unhardenedOutcome(checks[i].Action)
+		}
+	}
+	out := runChild(t, "none", nonServing(f), nil, checks...)
+	assertResults(t, out.Results, checks)
+}
+
+// TestTFOGap shows the kernel gap the seccomp rule closes: with Landlock's
+// TCP rules alone, connect to an unlisted port is refused but TCP Fast Open
+// to the same port connects (landlock-lsm/linux issue 41). It needs the
+// client side of TCP Fast Open, which is on by default.
+func TestTFOGap(t *testing.T) {
+	if !tfoClientEnabled() {
+		t.Fatal("net.ipv4.tcp_fastopen has no client bit on this host: the gap cannot be shown")
+	}
+	f := newFixture(t)
+	tests := []struct {
+		mode, want string
+	}{
+		{"landlock-only", OutcomeOK},
+		{"host", OutcomeDenied},
+	}
+	for _, tt := range tests {
+		t.Run(tt.mode, func(t *testing.T) {
+			checks := []Check{
+				check("connect unlisted port", ActConnect, f.connectNo, OutcomeDenied),
+				check("TCP Fast Open to the same port", ActTFOSendto, f.connectNo, tt.want),
+			}
+			out := runChild(t, tt.mode, f.policy, nil, checks...)
+			if out.ApplyError != "" {
+				t.Fatalf("apply: %s", out.ApplyError)
+			}
+			assertResults(t, out.Results, checks)
+		})
 	}
 }

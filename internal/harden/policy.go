@@ -26,6 +26,9 @@ const (
 	// mount, keyrings, io_uring, bpf and friends, refused even when the
 	// container runs without Docker's seccomp profile.
 	LayerSyscallDeny = "syscall-deny"
+	LayerNoListen    = "no-listen"  // seccomp filter refusing listen(2)
+	LayerNoUDP       = "no-udp"     // seccomp filter refusing datagram sockets (UDP, ICMP)
+	LayerNoNetlink   = "no-netlink" // seccomp filter refusing AF_NETLINK sockets
 )
 
 // Policy is what one role (agent, sidecar, gateway, probe) locks itself down
@@ -44,6 +47,18 @@ type Policy struct {
 	// DenyUnixSockets refuses creating AF_UNIX sockets: Landlock does not
 	// restrict Unix-socket connects below ABI 9.
 	DenyUnixSockets bool `json:"deny_unix_sockets"`
+	// NoListen refuses listen(2), for roles that serve nothing: a listen
+	// without bind auto-binds an ephemeral port, and Landlock's bind rule
+	// never sees it.
+	NoListen bool `json:"no_listen,omitempty"`
+	// NoUDP refuses datagram Internet sockets (UDP, UDP-Lite, ICMP
+	// "ping"): Landlock's network rules cover TCP only, so a UDP socket
+	// could send anywhere the route reaches.
+	NoUDP bool `json:"no_udp,omitempty"`
+	// NoNetlink refuses AF_NETLINK sockets, which reach kernel interfaces
+	// (routes, interfaces, audit, netfilter) no role needs. Go's net
+	// package uses them only for net.Interfaces and interface addresses.
+	NoNetlink bool `json:"no_netlink,omitempty"`
 
 	// BestEffort names layers the spec explicitly accepts as best effort:
 	// if the kernel cannot enforce one, the degradation is reported instead

@@ -3,10 +3,12 @@
 package harden
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,7 +33,27 @@ var actions = map[string]func(string) error{
 	ActKeyctl:      tryKeyctl,
 	ActIOUring:     tryIOUring,
 	ActFsize:       tryFsize,
+
+	ActTFOSendto:       tryTFOSendto,
+	ActTFOConnect:      tryTFOConnect,
+	ActChmodSetuid:     withFile(func(p string, _ int) error { return unix.Fchmodat(unix.AT_FDCWD, p, unix.S_ISUID|0o755, 0) }),
+	ActChmodSetgid:     withFile(func(p string, _ int) error { return unix.Fchmodat(unix.AT_FDCWD, p, unix.S_ISGID|0o755, 0) }),
+	ActFchmodSetuid:    withFile(func(_ string, fd int) error { return unix.Fchmod(fd, unix.S_ISUID|0o755) }),
+	ActFchmodat2Setuid: withFile(tryFchmodat2),
+	ActCreateSetuid:    tryCreateSetuid,
+	ActMknodSetuid:     tryMknodSetuid,
+	ActListenUnbound:   tryListenUnbound,
+	ActUDPSocket:       func(string) error { return closeFD(unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, 0)) },
+	ActPingSocket:      func(string) error { return closeFD(unix.Socket(unix.AF_INET, unix.SOCK_DGRAM, unix.IPPROTO_ICMP)) },
+	ActNetlink:         func(string) error { return closeFD(unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE)) },
+	ActRawSocket:       func(string) error { return closeFD(unix.Socket(unix.AF_INET, unix.SOCK_RAW, unix.IPPROTO_ICMP)) },
+	ActLookup:          func(a string) error { _, err := net.DefaultResolver.LookupHost(context.Background(), a); return err },
+	ActPacketSocket: func(string) error {
+		return closeFD(unix.Socket(unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL))))
+	},
 }
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
 func closeFD(fd int, err error) error {
 	if err != nil {
@@ -153,4 +175,90 @@ func permittedIf(errno, permitted unix.Errno) error {
 		return nil
 	}
 	return errno
+}
+
+// tryTFOSendto connects with TCP Fast Open: sendto(MSG_FASTOPEN) on a
+// socket never connected sends the SYN (and the data, when the peer has a
+// cookie), so the attempt succeeds once the handshake does.
+func tryTFOSendto(addr string) error {
+	ap, err := netip.ParseAddrPort(addr)
+	if err != nil {
+		return fmt.Errorf("parsing %q: %w", addr, err)
+	}
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	sa := &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}
+	return unix.Sendto(fd, []byte("x"), unix.MSG_FASTOPEN|unix.MSG_NOSIGNAL, sa)
+}
+
+func tryTFOConnect(string) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.SetsockoptInt(fd, unix.IPPROTO_TCP, unix.TCP_FASTOPEN_CONNECT, 1)
+}
+
+// setidFile is the file the setuid attempts create in their directory.
+const setidFile = "harden-selftest-setid"
+
+// withFile creates a plain 0755 file in dir, runs fn on its path and
+// descriptor, and removes it.
+func withFile(fn func(path string, fd int) error) func(string) error {
+	return func(dir string) error {
+		path := filepath.Join(dir, setidFile)
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+		if err != nil {
+			return fmt.Errorf("creating the file (the write itself must work): %v", err)
+		}
+		defer os.Remove(path)
+		defer f.Close()
+		return fn(path, int(f.Fd()))
+	}
+}
+
+func tryFchmodat2(path string, _ int) error {
+	p, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return err
+	}
+	dirfd := unix.AT_FDCWD
+	_, _, errno := unix.Syscall6(sysFchmodat2, uintptr(dirfd), uintptr(unsafe.Pointer(p)), unix.S_ISUID|0o755, 0, 0, 0)
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+func tryCreateSetuid(dir string) error {
+	path := filepath.Join(dir, setidFile)
+	fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, unix.S_ISUID|0o755)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(path)
+	return unix.Close(fd)
+}
+
+func tryMknodSetuid(dir string) error {
+	path := filepath.Join(dir, setidFile)
+	if err := unix.Mknodat(unix.AT_FDCWD, path, unix.S_IFREG|unix.S_ISUID|0o755, 0); err != nil {
+		return err
+	}
+	return os.Remove(path)
+}
+
+// tryListenUnbound listens on a socket that was never bound: the kernel
+// binds an ephemeral port on the spot, without asking Landlock.
+func tryListenUnbound(string) error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	return unix.Listen(fd, 1)
 }
