@@ -44,6 +44,8 @@ every call fails with a tool error and nothing contacts the upstream, not even a
 DNS lookup through the gateway.
 
 Upstream requests honour HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read once at start.
+The garbage collector runs at GOGC=400 (a small-heap server; see docs/PERFORMANCE.md)
+unless GOGC is set.
 SIGTERM or SIGINT shuts down gracefully: in-flight calls finish or time out, and the
 audit log is synced before the process exits.`,
 		Args: cobra.NoArgs,
@@ -121,7 +123,8 @@ func runSidecar(ctx context.Context, s Streams, o sidecarOptions) error {
 		_ = cfg.Audit.Close()
 		return err
 	}
-	log.Info("sidecar listening", "addr", ln.Addr().String(), "mcp", sidecar.MCPPath, "health", sidecar.HealthPath, "upstream", o.upstreamURL, "no_upstream", o.noUpstream)
+	gcPercent := sidecar.TuneGC(os.Getenv)
+	log.Info("sidecar listening", "addr", ln.Addr().String(), "mcp", sidecar.MCPPath, "health", sidecar.HealthPath, "upstream", o.upstreamURL, "no_upstream", o.noUpstream, "gc_percent", gcPercent)
 	return sc.Serve(ctx, ln)
 }
 

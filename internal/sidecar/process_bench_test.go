@@ -4,25 +4,39 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sys/unix"
 )
 
-// envBenchChild makes the test binary serve a sidecar instead of running
-// tests: BenchmarkSidecarProcess measures the server in its own process.
-const envBenchChild = "MCPSIDECAR_BENCH_CHILD_AUDIT"
+// The test binary serves instead of running tests when envBenchChild is
+// set: the process benchmarks measure a server in its own process, free of
+// the load generator's share. envBenchChild names the server ("sidecar" or
+// "bare"); envBenchAudit is the sidecar's audit log ("" turns it off).
+// envBenchSidecarGOGC, set for the benchmark, becomes the sidecar child's
+// GOGC (to compare values against [GCPercent]; the bare child keeps Go's).
+const (
+	envBenchChild       = "MCPSIDECAR_BENCH_CHILD"
+	envBenchAudit       = "MCPSIDECAR_BENCH_AUDIT"
+	envBenchSidecarGOGC = "MCPSIDECAR_BENCH_SIDECAR_GOGC"
+)
 
 func TestMain(m *testing.M) {
-	if audit, ok := os.LookupEnv(envBenchChild); ok {
-		if err := serveChild(audit); err != nil {
+	if kind, ok := os.LookupEnv(envBenchChild); ok {
+		if err := serveChild(kind, os.Getenv(envBenchAudit)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
 		}
@@ -32,28 +46,135 @@ func TestMain(m *testing.M) {
 }
 
 // serveChild serves on a loopback port, prints the address, and stops when
-// stdin closes. audit "" turns auditing off.
-func serveChild(audit string) error {
-	cfg := Config{UpstreamURL: "http://127.0.0.1:1/mcp"}
-	if audit != "" {
-		log, err := OpenAuditLog(audit)
-		if err != nil {
-			return err
-		}
-		cfg.Audit = log
-	}
-	sc, err := New(cfg)
-	if err != nil {
-		return err
-	}
+// stdin closes.
+func serveChild(kind, audit string) error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
 	}
-	fmt.Println(ln.Addr().String())
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _, _ = bufio.NewReader(os.Stdin).ReadString('\n'); cancel() }()
-	return sc.Serve(ctx, ln)
+	switch kind {
+	case "bare":
+		fmt.Println(ln.Addr().String())
+		return serveBare(ctx, ln)
+	case "sidecar":
+		sc, err := benchSidecar(audit)
+		if err != nil {
+			return err
+		}
+		TuneGC(os.Getenv) // what the role does at start (internal/cli)
+		fmt.Println(ln.Addr().String())
+		return sc.Serve(ctx, ln)
+	}
+	return fmt.Errorf("unknown bench child %q", kind)
+}
+
+func benchSidecar(audit string) (*Sidecar, error) {
+	cfg := Config{UpstreamURL: "http://127.0.0.1:1/mcp", NoUpstream: true}
+	if audit != "" {
+		log, err := OpenAuditLog(audit)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Audit = log
+	}
+	return New(cfg)
+}
+
+// serveBare is the benchmark twin of the sidecar: a bare go-sdk server with
+// the same trivial tool over the same transport options (streamable HTTP,
+// stateless, JSON responses) and the Go runtime's defaults, with nothing of
+// the sidecar's (no front, audit, middleware or tuning). The sidecar is
+// measured against it.
+func serveBare(ctx context.Context, ln net.Listener) error {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: ToolHTMLElementName, InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: HTMLElementName}}}, nil
+		})
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	hs := &http.Server{Handler: h}
+	go func() { <-ctx.Done(); _ = hs.Close() }()
+	if err := hs.Serve(ln); err != http.ErrServerClosed {
+		return err
+	}
+	return nil
+}
+
+// benchServer is a server child process.
+type benchServer struct {
+	name     string
+	endpoint string
+	pid      int
+}
+
+// startChild starts a server child with GOMAXPROCS 1 (as in its container)
+// on cpus (nil: anywhere) and stops it when b ends.
+func startChild(b *testing.B, kind, audit string, cpus []int) *benchServer {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), envBenchChild+"="+kind, envBenchAudit+"="+audit, "GOMAXPROCS=1")
+	if v := os.Getenv(envBenchSidecarGOGC); v != "" && kind == "sidecar" {
+		cmd.Env = append(cmd.Env, "GOGC="+v) // a sweep: TuneGC leaves an explicit GOGC alone
+	}
+	cmd.Stderr = os.Stderr
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := startOn(cmd, cpus); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); _ = cmd.Wait() })
+	addr, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return &benchServer{name: kind, endpoint: "http://" + strings.TrimSpace(addr) + MCPPath, pid: cmd.Process.Pid}
+}
+
+// startOn starts cmd with its CPU affinity set to cpus: a forked child
+// inherits the mask of the thread that forks it, so the thread is locked,
+// narrowed for the fork and restored.
+func startOn(cmd *exec.Cmd, cpus []int) error {
+	if len(cpus) == 0 {
+		return cmd.Start()
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		return err
+	}
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return err
+	}
+	defer unix.SchedSetaffinity(0, &old)
+	return cmd.Start()
+}
+
+// pinSelf moves every thread of this process to cpus (threads created
+// later inherit the mask of their creator), and undoes it when b ends.
+func pinSelf(b *testing.B, cpus []int) {
+	var set, old unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	_ = unix.SchedGetaffinity(0, &old)
+	setAll := func(s *unix.CPUSet) {
+		tids, _ := os.ReadDir("/proc/self/task")
+		for _, t := range tids {
+			if tid, err := strconv.Atoi(t.Name()); err == nil {
+				_ = unix.SchedSetaffinity(tid, s)
+			}
+		}
+	}
+	setAll(&set)
+	b.Cleanup(func() { setAll(&old) })
 }
 
 // BenchmarkSidecarProcess runs the sidecar in a child process and loads it
@@ -67,54 +188,61 @@ func BenchmarkSidecarProcess(b *testing.B) {
 			if audit {
 				path = filepath.Join(b.TempDir(), AuditFileName)
 			}
-			benchChild(b, path)
+			srv := startChild(b, "sidecar", path, nil)
+			callers := newCallers(b, srv.endpoint, 8)
+			b.ResetTimer()
+			cpu0 := procCPU(srv.pid)
+			st := runCalls(b, callers, b.N)
+			cpu := procCPU(srv.pid) - cpu0
+			b.StopTimer()
+			b.ReportMetric(float64(b.N)/st.elapsed.Seconds(), "calls/s")
+			b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "server-cpu-µs/call")
+			b.ReportMetric(float64(procHWM(srv.pid))/(1<<20), "server-peak-rss-MB")
 		})
 	}
 }
 
-func benchChild(b *testing.B, audit string) {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), envBenchChild+"="+audit)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { stdin.Close(); _ = cmd.Wait() }()
-	addr, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatal(err)
-	}
-	endpoint := "http://" + strings.TrimSpace(addr) + MCPPath
-	ctx := context.Background()
-	callers := make([]caller, 8)
+func newCallers(b *testing.B, endpoint string, n int) []caller {
+	callers := make([]caller, n)
 	for i := range callers {
-		callers[i] = newCaller(b, ctx, "raw", endpoint)
+		callers[i] = newCaller(b, context.Background(), "raw", endpoint)
 	}
+	return callers
+}
+
+// callStats is what one batch of calls measured.
+type callStats struct {
+	elapsed time.Duration
+	lat     []time.Duration
+}
+
+// runCalls makes n calls spread over the callers, each its own client
+// connection, and returns the wall time and every call's latency.
+func runCalls(b *testing.B, callers []caller, n int) callStats {
 	var next atomic.Int64
+	lat := make([][]time.Duration, len(callers))
 	var wg sync.WaitGroup
-	b.ResetTimer()
-	cpu0 := procCPU(cmd.Process.Pid)
 	start := time.Now()
-	for _, call := range callers {
+	for i, call := range callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for next.Add(1) <= int64(b.N) {
-				if err := call(ctx); err != nil {
+			for next.Add(1) <= int64(n) {
+				t0 := time.Now()
+				if err := call(context.Background()); err != nil {
 					b.Error(err)
 					return
 				}
+				lat[i] = append(lat[i], time.Since(t0))
 			}
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	cpu := procCPU(cmd.Process.Pid) - cpu0
-	b.StopTimer()
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "server-cpu-µs/call")
-	b.ReportMetric(float64(procHWM(cmd.Process.Pid))/(1<<20), "server-peak-rss-MB")
+	st := callStats{elapsed: time.Since(start)}
+	for _, l := range lat {
+		st.lat = append(st.lat, l...)
+	}
+	return st
 }
 
 // procCPU reads user+system CPU time of pid from /proc/pid/stat.

@@ -36,8 +36,9 @@
 // concurrent client connections (Config.MaxSessions; over it, HTTP 503 with
 // a JSON-RPC error).
 //
-// Environment: only [ProxyFromEnv] reads it (HTTP_PROXY, HTTPS_PROXY,
-// NO_PROXY and their lower-case forms), once, when the role is configured.
+// Environment: only [ProxyFromEnv] (HTTP_PROXY, HTTPS_PROXY, NO_PROXY and
+// their lower-case forms) and [TuneGC] (GOGC) read it, once, when the role
+// is configured.
 // Everything else comes from [Config], filled by the CLI from flags.
 //
 // It must not touch the Docker engine, harden the process (the role's
