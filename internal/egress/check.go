@@ -41,31 +41,33 @@ type target struct {
 }
 
 // authorize is the gateway's whole allow/resolve/classify decision, in the
-// order the design fixes: port, then name (before any lookup), then
-// resolution, then every resolved address. It fills d as it learns things.
+// order the design fixes: port syntax, then name and port against the
+// rules (before any lookup), then resolution, then every resolved
+// address. It fills d as it learns things.
 func (g *Gateway) authorize(ctx context.Context, d *Decision, connect bool, rawHost, rawPort string) (*target, *denial) {
 	host, err := netpolicy.NormalizeHost(rawHost)
 	if err != nil {
 		return nil, deny(403, "invalid host: %v", err)
 	}
 	d.Host = host
-	port, dn := g.checkPort(connect, rawPort)
-	d.Port = port
-	if dn != nil {
-		return nil, dn
+	p, err := strconv.ParseUint(rawPort, 10, 16)
+	if err != nil || p == 0 {
+		return nil, deny(403, "port %q is not a port number", rawPort)
 	}
-	t := &target{host: host, port: port}
+	t := &target{host: host, port: uint16(p)}
+	d.Port = t.port
 	if lit, err := netip.ParseAddr(host); err == nil {
-		return g.authorizeLiteral(d, t, lit)
+		return g.authorizeLiteral(d, t, lit, connect)
 	}
-	if t.rule, dn = g.matchName(host); dn != nil {
+	var dn *denial
+	if t.rule, dn = g.matchName(t, connect); dn != nil {
 		return nil, dn
 	}
 	addrs, dn := g.resolve(ctx, host)
 	if dn != nil {
 		return nil, dn
 	}
-	ipRule, dn := g.checkAddrs(d, addrs)
+	ipRule, dn := g.checkAddrs(d, t, addrs)
 	if dn != nil {
 		return nil, dn
 	}
@@ -74,38 +76,38 @@ func (g *Gateway) authorize(ctx context.Context, d *Decision, connect bool, rawH
 	return t, nil
 }
 
-func (g *Gateway) checkPort(connect bool, raw string) (uint16, *denial) {
-	p, err := strconv.ParseUint(raw, 10, 16)
-	if err != nil || p == 0 {
-		return 0, deny(403, "port %q is not a port number", raw)
+// matchName checks a host name and port against allowed_domains. It runs
+// before any lookup: the threat is a denied name leaking out as a DNS
+// query (DNS exfiltration from inside the sandbox).
+func (g *Gateway) matchName(t *target, connect bool) (string, *denial) {
+	if rule, ok := g.policy.MatchNamePort(t.host, t.port, connect); ok {
+		return rule, nil
 	}
-	port := uint16(p)
-	if connect && !g.policy.AllowsConnectPort(port) {
-		return port, deny(403, "CONNECT to port %d is not allowed (connect_ports)", port)
+	rule, ok := g.policy.MatchName(t.host)
+	if !ok {
+		return "", deny(403, "host %s is not in allowed_domains", t.host)
 	}
-	if !connect && !g.policy.AllowsHTTPPort(port) {
-		return port, deny(403, "HTTP to port %d is not allowed (http_ports)", port)
-	}
-	return port, nil
+	return "", deny(403, "%s to port %d is not allowed for %s: its rule %q opens %s; to open this port add %q to allowed_domains",
+		kind(connect), t.port, t.host, rule, g.policy.PortsFor(rule), fmt.Sprintf("%s:%d", t.host, t.port))
 }
 
-// matchName checks a host name against allowed_domains. It runs before any
-// lookup: the threat is a denied name leaking out as a DNS query (DNS
-// exfiltration from inside the sandbox).
-func (g *Gateway) matchName(host string) (string, *denial) {
-	rule, ok := g.policy.MatchName(host)
-	if !ok {
-		return "", deny(403, "host %s is not in allowed_domains", host)
+func kind(connect bool) string {
+	if connect {
+		return "CONNECT"
 	}
-	return rule, nil
+	return "HTTP"
 }
 
 // authorizeLiteral admits an IP-literal target only when
-// allowed_ip_addresses covers it: a literal bypasses every name rule.
-func (g *Gateway) authorizeLiteral(d *Decision, t *target, a netip.Addr) (*target, *denial) {
+// allowed_ip_addresses covers it on this port: a literal bypasses every
+// name rule.
+func (g *Gateway) authorizeLiteral(d *Decision, t *target, a netip.Addr, connect bool) (*target, *denial) {
 	d.ResolvedIP = a.Unmap().String()
-	rule, ok := g.policy.AllowsAddr(a)
+	rule, ok := g.policy.AllowsAddrPort(a, t.port, connect)
 	if !ok {
+		if other, covered := g.policy.AllowsAddr(a); covered {
+			return nil, deny(403, "%s to port %d is not allowed for IP literal %s: its rule %q opens %s", kind(connect), t.port, a, other, g.policy.PortsFor(other))
+		}
 		return nil, deny(403, "IP literal %s is not in allowed_ip_addresses", a)
 	}
 	t.addrs = []netip.Addr{a.Unmap()}
@@ -138,11 +140,12 @@ func (g *Gateway) resolve(ctx context.Context, host string) ([]netip.Addr, *deni
 // checkAddrs refuses the request when any resolved address is refused, so
 // a name that answers with one public and one internal address (a DNS
 // rebinding pattern) cannot reach either. It returns the IP rule that was
-// needed, if any.
-func (g *Gateway) checkAddrs(d *Decision, addrs []netip.Addr) (string, *denial) {
+// needed, if any ("host-gateway" for the Docker host's address reached
+// through a host.docker.internal:PORT entry).
+func (g *Gateway) checkAddrs(d *Decision, t *target, addrs []netip.Addr) (string, *denial) {
 	var rules []string
 	for _, a := range addrs {
-		rule, reason, ok := g.policy.CheckAddr(a)
+		rule, reason, ok := g.policy.CheckDialAddr(t.host, t.port, a)
 		if !ok {
 			d.ResolvedIP = a.String()
 			return "", deny(403, "%s resolved to a refused address: %s", d.Host, reason)

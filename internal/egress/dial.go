@@ -33,11 +33,8 @@ func (g *Gateway) control(_ context.Context, _, address string, _ syscall.RawCon
 	if err != nil {
 		return fmt.Errorf("refusing to dial %q: not an address literal", address)
 	}
-	if _, reason, ok := g.policy.CheckAddr(ap.Addr()); !ok {
+	if reason, ok := g.policy.MayDial(ap); !ok {
 		return fmt.Errorf("refusing to dial %s: %s", ap, reason)
-	}
-	if !g.policy.AllowsHTTPPort(ap.Port()) && !g.policy.AllowsConnectPort(ap.Port()) {
-		return fmt.Errorf("refusing to dial %s: port not allowed", ap)
 	}
 	return nil
 }

@@ -123,3 +123,15 @@ func NonPublicPrefixes() []netip.Prefix {
 	}
 	return out
 }
+
+// PrivatePrefixes lists the ranges [Classify] calls [Private] (RFC 1918,
+// unique local IPv6): where the Docker host's bridge address lies.
+func PrivatePrefixes() []netip.Prefix {
+	var out []netip.Prefix
+	for _, cr := range ranges {
+		if cr.class == Private {
+			out = append(out, cr.prefix)
+		}
+	}
+	return out
+}

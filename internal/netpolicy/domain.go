@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -12,19 +14,38 @@ import (
 
 // DomainRule is one parsed allowed_domains entry, with Squid dstdomain
 // semantics: Subdomains means ".name" (the name and every name under it);
-// otherwise the rule matches Name only.
+// otherwise the rule matches Name only. Port, when set, is the one port
+// the rule opens, for plain HTTP and CONNECT alike; a rule without a port
+// opens the policy's default ports (HTTP 80 and 443, CONNECT 443).
 type DomainRule struct {
 	Name       string // lower-case ASCII (IDNA A-labels), no trailing dot
 	Subdomains bool
+	Port       uint16 // 0: the default ports
 }
 
-// String is the canonical spelling: ".example.com" or "example.com".
+// String is the canonical spelling: ".example.com", "example.com", or
+// either with ":PORT".
 func (r DomainRule) String() string {
+	s := r.Name
 	if r.Subdomains {
-		return "." + r.Name
+		s = "." + s
 	}
-	return r.Name
+	if r.Port != 0 {
+		s += ":" + strconv.Itoa(int(r.Port))
+	}
+	return s
 }
+
+// HostGateway is the name Docker gives the host a container runs on
+// (ExtraHosts "host.docker.internal:host-gateway"). Only the gateway
+// container resolves it, and an allowed_domains entry for it must name a
+// port: "host.docker.internal:11434" lets the gateway dial the host's
+// (private) bridge address on that port alone.
+const HostGateway = "host.docker.internal"
+
+// HostGatewayRule is the IP part of a decision's rule when the gateway
+// dialled the Docker host through a [HostGateway] entry.
+const HostGatewayRule = "host-gateway"
 
 // Matches reports whether the normalised host name h falls under r.
 func (r DomainRule) Matches(h string) bool {
@@ -45,10 +66,12 @@ var idnaProfile = idna.New(
 	idna.ValidateLabels(true),
 )
 
-// ParseDomainRule parses one allowed_domains entry. "*.x" is read as ".x",
-// as Squid would. It rejects URLs, paths, ports, wildcards other than a
-// leading "*.", IP addresses, and rules with a single label (".com" would
-// be open egress in disguise).
+// ParseDomainRule parses one allowed_domains entry, optionally with a
+// port ("models.lan:11434"). "*.x" is read as ".x", as Squid would. It
+// rejects URLs, paths, bad ports, wildcards other than a leading "*.", IP
+// addresses, loopback names (inside the sandbox they are the gateway
+// itself), [HostGateway] without a port, and rules with a single label
+// (".com" would be open egress in disguise).
 func ParseDomainRule(s string) (DomainRule, error) {
 	raw := strings.TrimSpace(s)
 	if err := checkRuleShape(raw); err != nil {
@@ -57,6 +80,64 @@ func ParseDomainRule(s string) (DomainRule, error) {
 	if _, err := netip.ParseAddr(strings.Trim(raw, "[]")); err == nil {
 		return DomainRule{}, fmt.Errorf("%q is an IP address; put it in allowed_ip_addresses", s)
 	}
+	raw, port, err := cutRulePort(s, raw)
+	if err != nil {
+		return DomainRule{}, err
+	}
+	if _, err := netip.ParseAddr(raw); err == nil {
+		return DomainRule{}, fmt.Errorf("%q is an IP address; put it in allowed_ip_addresses", s)
+	}
+	r, err := parseDomainName(s, raw)
+	if err != nil {
+		return DomainRule{}, err
+	}
+	r.Port = port
+	if r.Name == HostGateway && (port == 0 || r.Subdomains) {
+		return DomainRule{}, fmt.Errorf("%q: the Docker host is reachable only on a port you name: write \"%s:PORT\"", s, HostGateway)
+	}
+	return r, nil
+}
+
+// cutRulePort splits "name:port" (raw has at most one colon by now).
+func cutRulePort(entry, raw string) (string, uint16, error) {
+	name, p, ok := strings.Cut(raw, ":")
+	if !ok {
+		return raw, 0, nil
+	}
+	port, err := ParsePort(p)
+	if err != nil {
+		return "", 0, fmt.Errorf("%q: %w", entry, err)
+	}
+	return name, port, nil
+}
+
+// ParsePort parses the port of an allowlist entry: decimal, 1 to 65535.
+func ParsePort(p string) (uint16, error) {
+	switch n, err := strconv.ParseUint(p, 10, 64); {
+	case p == "":
+		return 0, errors.New("the port after ':' is empty")
+	case strings.Trim(p, "0123456789") != "":
+		return 0, fmt.Errorf("port %q is not a number", p)
+	case err != nil || n > 65535:
+		return 0, fmt.Errorf("port %s is out of range (1 to 65535)", p)
+	case n == 0:
+		return 0, errors.New("port 0 is not a port")
+	default:
+		return uint16(n), nil
+	}
+}
+
+// loopbackNames are names every resolver answers with a loopback address
+// (RFC 6761 and the usual /etc/hosts aliases).
+var loopbackNames = []string{"localhost", "localhost.localdomain", "ip6-localhost", "ip6-loopback"}
+
+func isLoopbackName(name string) bool {
+	return slices.Contains(loopbackNames, name) || strings.HasSuffix(name, ".localhost")
+}
+
+// parseDomainName reads the name part of a rule: a leading "*." or ".",
+// then a host name.
+func parseDomainName(s, raw string) (DomainRule, error) {
 	var r DomainRule
 	switch {
 	case strings.HasPrefix(raw, "*."):
@@ -67,6 +148,11 @@ func ParseDomainRule(s string) (DomainRule, error) {
 	name, err := normalizeName(raw)
 	if err != nil {
 		return DomainRule{}, err
+	}
+	if isLoopbackName(name) {
+		// The threat is only confusion: inside the sandbox a loopback name
+		// is the gateway container itself, never the user's machine.
+		return DomainRule{}, fmt.Errorf("%q names the loopback interface, which inside the sandbox is the gateway container, not your machine; to reach a server on the Docker host write \"%s:PORT\"", s, HostGateway)
 	}
 	if !strings.Contains(name, ".") {
 		return DomainRule{}, fmt.Errorf("%q is a bare top-level name; it would allow a whole TLD, name a registered domain such as \".example.com\"", s)
@@ -91,8 +177,6 @@ func checkRuleShape(raw string) error {
 		return fmt.Errorf("%q contains user information; write only the host name", raw)
 	case strings.HasPrefix(raw, "["), strings.Count(raw, ":") > 1:
 		return fmt.Errorf("%q is an IP address; put it in allowed_ip_addresses", raw)
-	case strings.Contains(raw, ":"):
-		return fmt.Errorf("%q contains a port; ports are fixed by the gateway (80 and 443), write only the host name", raw)
 	case strings.Contains(strings.TrimPrefix(raw, "*."), "*"):
 		return fmt.Errorf("%q has a wildcard that is not a leading \"*.\"", raw)
 	}

@@ -1,6 +1,7 @@
 package netpolicy
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -187,4 +188,127 @@ func lastAddr(p netip.Prefix) netip.Addr {
 	}
 	a, _ := netip.AddrFromSlice(b)
 	return a
+}
+
+// portPolicy has rules with and without ports, and a host-gateway entry.
+func portPolicy(t *testing.T) *Policy {
+	t.Helper()
+	p, err := Compile(NewConfig(
+		[]string{".allowed.test", "api.allowed.test:8080", "models.lan:11434", ".lan.test:8000", HostGateway + ":11434"},
+		[]string{"192.168.1.20:8000", "[fd00::5]:8080", "203.0.113.0/24"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestAllowsPorts(t *testing.T) {
+	p := portPolicy(t)
+	tests := []struct {
+		host    string
+		port    uint16
+		connect bool
+		rule    string
+	}{
+		{"api.allowed.test", 443, true, ".allowed.test"},
+		{"api.allowed.test", 80, false, ".allowed.test"},
+		{"api.allowed.test", 80, true, ""},
+		{"api.allowed.test", 8080, false, "api.allowed.test:8080"},
+		{"api.allowed.test", 8080, true, "api.allowed.test:8080"},
+		{"other.allowed.test", 8080, false, ""},
+		{"models.lan", 11434, false, "models.lan:11434"},
+		{"models.lan", 11434, true, "models.lan:11434"},
+		{"models.lan", 443, true, ""},
+		{"models.lan", 80, false, ""},
+		{"MODELS.lan.", 11434, false, "models.lan:11434"},
+		{"gpu.lan.test", 8000, true, ".lan.test:8000"},
+		{"lan.test", 8000, false, ".lan.test:8000"},
+		{HostGateway, 11434, false, HostGateway + ":11434"},
+		{HostGateway, 11435, false, ""},
+		{HostGateway, 443, true, ""},
+		{"192.168.1.20", 8000, false, "192.168.1.20:8000"},
+		{"192.168.1.20", 8000, true, "192.168.1.20:8000"},
+		{"192.168.1.20", 443, true, ""},
+		{"[fd00::5]", 8080, true, "[fd00::5]:8080"},
+		{"fd00::5", 8081, true, ""},
+		{"203.0.113.9", 443, true, "203.0.113.0/24"},
+		{"203.0.113.9", 8000, false, ""},
+		{"evil.test", 8080, false, ""},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s:%d/connect=%v", tt.host, tt.port, tt.connect), func(t *testing.T) {
+			rule, ok := p.Allows(tt.host, tt.port, tt.connect)
+			if rule != tt.rule || ok != (tt.rule != "") {
+				t.Fatalf("got %q, %v; want %q", rule, ok, tt.rule)
+			}
+		})
+	}
+}
+
+// TestHostGatewayException: only host.docker.internal, only on its
+// entry's port, only at a private address.
+func TestHostGatewayException(t *testing.T) {
+	p := portPolicy(t)
+	tests := []struct {
+		host string
+		port uint16
+		addr string
+		rule string
+		ok   bool
+	}{
+		{HostGateway, 11434, "172.17.0.1", HostGatewayRule, true},
+		{HostGateway, 11434, "fd00::1", HostGatewayRule, true},
+		{HostGateway, 11434, "127.0.0.1", "", false},
+		{HostGateway, 11434, "169.254.169.254", "", false},
+		{HostGateway, 11434, "100.64.0.1", "", false},
+		{HostGateway, 8080, "172.17.0.1", "", false},
+		{"models.lan", 11434, "172.17.0.1", "", false},
+		{"models.lan", 11434, "192.168.1.20", "192.168.1.20:8000", true},
+		{HostGateway, 11434, "198.51.100.1", "", false},
+		{HostGateway, 11434, "8.8.8.8", "", true},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s:%d@%s", tt.host, tt.port, tt.addr), func(t *testing.T) {
+			rule, reason, ok := p.CheckDialAddr(tt.host, tt.port, netip.MustParseAddr(tt.addr))
+			if rule != tt.rule || ok != tt.ok {
+				t.Fatalf("got %q, %q, %v; want %q, %v", rule, reason, ok, tt.rule, tt.ok)
+			}
+		})
+	}
+}
+
+func TestMayDial(t *testing.T) {
+	p := portPolicy(t)
+	for ap, want := range map[string]bool{
+		"172.17.0.1:11434":  true,  // the host gateway's port
+		"172.17.0.1:8080":   false, // private, and no host-gateway entry on 8080
+		"8.8.8.8:8080":      true,  // public, a rule names 8080
+		"8.8.8.8:22":        false, // no rule opens 22
+		"192.168.1.20:8000": true,
+		"127.0.0.1:11434":   false,
+	} {
+		if _, got := p.MayDial(netip.MustParseAddrPort(ap)); got != want {
+			t.Errorf("MayDial(%s) = %v, want %v", ap, got, want)
+		}
+	}
+}
+
+func TestDialPorts(t *testing.T) {
+	cfg := NewConfig([]string{".allowed.test", "models.lan:11434", HostGateway + ":8000"}, []string{"192.168.1.20:8000", "[fd00::5]:8080"})
+	if diff := cmp.Diff([]uint16{80, 443, 8000, 8080, 11434}, cfg.DialPorts()); diff != "" {
+		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPortsFor(t *testing.T) {
+	p := portPolicy(t)
+	for rule, want := range map[string]string{
+		".allowed.test":     "HTTP 80, 443; CONNECT 443",
+		"models.lan:11434":  "11434",
+		"192.168.1.20:8000": "8000",
+	} {
+		if got := p.PortsFor(rule); got != want {
+			t.Errorf("PortsFor(%q) = %q, want %q", rule, got, want)
+		}
+	}
 }

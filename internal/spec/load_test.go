@@ -160,3 +160,24 @@ func TestNormalizeMatchesPython(t *testing.T) {
 		t.Fatalf("got  %s\nwant %s", got, want)
 	}
 }
+
+// TestHostBitsWarning: an IP entry with host bits is accepted as its
+// network (the seed's ip_network(strict=False)) and warned about, naming
+// the entry and where it is.
+func TestHostBitsWarning(t *testing.T) {
+	s, err := LoadFile("testdata/valid/ports.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{`testdata/valid/ports.toml:5:64: allowed_ip_addresses[2]: "10.1.2.3/8" has host bits set below its mask; read as the network 10.0.0.0/8`}
+	var got []string
+	for _, w := range s.Warnings {
+		got = append(got, w.String())
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if s, err := LoadFile("testdata/valid/seed_mcpsidecar.toml"); err != nil || len(s.Warnings) != 0 {
+		t.Errorf("seed spec: %v, warnings %v", err, s.Warnings)
+	}
+}

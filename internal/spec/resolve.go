@@ -139,22 +139,22 @@ func GatewayConfig(domains, ips []string) (netpolicy.Config, error) {
 		}
 	}
 	for _, s := range ips {
-		pf, err := netpolicy.ParseIPRule(s)
+		r, err := netpolicy.ParseIPRule(s)
 		if err != nil {
 			return cfg, fmt.Errorf("allowed_ip_addresses: %w", err)
 		}
-		if !slices.Contains(cfg.AllowedIPs, pf.String()) {
-			cfg.AllowedIPs = append(cfg.AllowedIPs, pf.String())
+		if !slices.Contains(cfg.AllowedIPs, r.String()) {
+			cfg.AllowedIPs = append(cfg.AllowedIPs, r.String())
 		}
 	}
 	return cfg, nil
 }
 
-// coveredByOther reports whether a different, wider subdomain rule matches
-// everything r matches.
+// coveredByOther reports whether a different, wider subdomain rule on the
+// same port matches everything r matches.
 func coveredByOther(r netpolicy.DomainRule, all []netpolicy.DomainRule) bool {
 	for _, o := range all {
-		if o == r || !o.Subdomains {
+		if o == r || !o.Subdomains || o.Port != r.Port {
 			continue
 		}
 		if o.Matches(r.Name) && (o.Name != r.Name || !r.Subdomains) {

@@ -25,6 +25,7 @@ func (w *walker) checkRules() {
 		_, err := netpolicy.ParseIPRule(s)
 		return err
 	})
+	w.warnMasked()
 	w.spec.AllowedDomains = values(w.domains)
 	w.spec.AllowedIPs = values(w.ips)
 	w.checkEnv()
@@ -66,6 +67,18 @@ func (w *walker) checkAllowlist(key string, items []item, network bool, parse fu
 	for _, it := range items {
 		if err := parse(it.val); err != nil {
 			w.add(it.at, it.path, "%v", err)
+		}
+	}
+}
+
+// warnMasked warns about each IP entry written with host bits set below
+// its mask: the seed accepted "10.1.2.3/8" (Python's ip_network with
+// strict=False) as 10.0.0.0/8, so it is accepted, but a reader may have
+// meant the single address.
+func (w *walker) warnMasked() {
+	for _, it := range w.ips {
+		if r, err := netpolicy.ParseIPRule(it.val); err == nil && r.Masked {
+			w.warn(it.at, it.path, "%q has host bits set below its mask; read as the network %s", it.val, r)
 		}
 	}
 }

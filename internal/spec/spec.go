@@ -11,6 +11,9 @@ type Spec struct {
 	AllowedDomains []string `json:"allowed_domains"`
 	AllowedIPs     []string `json:"allowed_ip_addresses"`
 	Env            []EnvVar `json:"environment_variables"`
+	// Warnings are things accepted but worth saying (`spec check` prints
+	// them): an entry read differently from how it was written.
+	Warnings []Problem `json:"-"`
 }
 
 // EnvVar is one [[environment_variables]] entry: exactly one of a literal

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,14 @@ const squidLogFormat = `logformat mcpsidecar {"time":"%{%Y-%m-%dT%H:%M:%S}tg.%03
 //     ACL holds the non-public space minus allowed_ip_addresses: a name is
 //     refused if any answer is non-public and not covered, as our gateway
 //     refuses it.
+//
+// An entry with a port ("models.lan:11434", "192.0.2.7:8000") gets ACLs
+// of its own and one rule allowing exactly that name (or address) and
+// port, placed before the default-port rules. Such a rule looks the name
+// up only after its own "dstdomain -n" matched, so it keeps the order
+// above: a name outside the allowlist is never looked up. A
+// host.docker.internal:PORT entry is held to private answers (the Docker
+// host's bridge address) instead of public ones, as our gateway does.
 func SquidConf(cfg netpolicy.Config) string {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -48,26 +57,31 @@ func SquidConf(cfg netpolicy.Config) string {
 	line("visible_hostname %s", GatewayAlias)
 	line("acl CONNECT method CONNECT")
 	portRules := portRules(cfg, line)
+	domains, domainEntries := splitDomainRules(cfg.AllowedDomains)
+	ips, ipEntries := splitIPRules(cfg.AllowedIPs)
 	// An allowed IPv6 prefix as wide as ::/32 spans squidIPv4Space, which
 	// Squid would read as every IPv4 address: that part is left out.
-	literals := prefixSet(parsePrefixes(cfg.AllowedIPs), []netip.Prefix{squidIPv4Space})
+	literals := prefixSet(ips, []netip.Prefix{squidIPv4Space})
 	if len(literals) > 0 {
 		line("acl allowed_ip_literals dst -n %s", joinPrefixes(literals))
 	}
-	if len(cfg.AllowedDomains) > 0 {
-		line("acl allowed_sites dstdomain -n %s", strings.Join(cfg.AllowedDomains, " "))
-		v4, v6 := splitFamilies(nonPublic(literals))
-		for _, chunk := range append(chunks(v4, 16), chunks(v6, 12)...) {
-			line("acl non_public_dst dst %s", joinPrefixes(chunk))
-		}
+	// A resolved answer may be any address an IP rule covers, whatever
+	// the rule's port (the name's rule opened the port).
+	allIPs := prefixSet(append(slices.Clone(ips), entryPrefixes(ipEntries)...), []netip.Prefix{squidIPv4Space})
+	if len(domains) > 0 {
+		line("acl allowed_sites dstdomain -n %s", strings.Join(domains, " "))
 	}
-	for _, r := range portRules {
+	if len(domains)+len(domainEntries) > 0 {
+		dstACL(line, "non_public_dst", nonPublic(allIPs))
+	}
+	entryRules := declareEntries(line, domainEntries, ipEntries, allIPs)
+	for _, r := range slices.Concat(entryRules, portRules) {
 		line("http_access %s", r)
 	}
 	if len(literals) > 0 {
 		line("http_access allow allowed_ip_literals")
 	}
-	if len(cfg.AllowedDomains) > 0 {
+	if len(domains) > 0 {
 		line("http_access deny !allowed_sites")
 		line("http_access deny non_public_dst")
 		line("http_access allow allowed_sites")
@@ -80,6 +94,89 @@ func SquidConf(cfg netpolicy.Config) string {
 	// it 5 s later; Squid would wait 30 s for open connections first.
 	line("shutdown_lifetime 1 seconds")
 	return b.String()
+}
+
+// dstACL declares a dst ACL (with Squid's per-line limits) over ps.
+func dstACL(line func(string, ...any), name string, ps []netip.Prefix) {
+	v4, v6 := splitFamilies(ps)
+	for _, chunk := range append(chunks(v4, 16), chunks(v6, 12)...) {
+		line("acl %s dst %s", name, joinPrefixes(chunk))
+	}
+}
+
+// declareEntries declares the ACLs of the entries with a port and
+// returns the rule allowing each. An address entry matches with "dst -n"
+// (no lookup); a name entry's answers are held to the public space (or
+// to the private one, for host.docker.internal).
+func declareEntries(line func(string, ...any), domains []netpolicy.DomainRule, ips []netpolicy.IPRule, allIPs []netip.Prefix) []string {
+	var rules []string
+	n := 0
+	next := func(port uint16) string {
+		n++
+		line("acl entry%d_port port %d", n, port)
+		return fmt.Sprintf("entry%d", n)
+	}
+	for _, r := range ips {
+		e := next(r.Port)
+		line("acl %s_ip dst -n %s", e, r.Prefix)
+		rules = append(rules, fmt.Sprintf("allow %s_ip %s_port", e, e))
+	}
+	refusedHost := false
+	for _, r := range domains {
+		e := next(r.Port)
+		line("acl %s_site dstdomain -n %s", e, netpolicy.DomainRule{Name: r.Name, Subdomains: r.Subdomains})
+		refused := "non_public_dst"
+		if r.Name == netpolicy.HostGateway {
+			refused = "host_gateway_refused"
+			if !refusedHost {
+				refusedHost = true
+				dstACL(line, refused, nonPublic(append(slices.Clone(allIPs), netpolicy.PrivatePrefixes()...)))
+			}
+		}
+		rules = append(rules, fmt.Sprintf("allow %s_site %s_port !%s", e, e, refused))
+	}
+	return rules
+}
+
+// splitDomainRules separates the rules without a port (returned as
+// written) from those with one. GatewayConfig wrote them, so a rule that
+// does not parse cannot occur and is left out (it would only shrink what
+// is allowed).
+func splitDomainRules(rules []string) (plain []string, entries []netpolicy.DomainRule) {
+	for _, s := range rules {
+		r, err := netpolicy.ParseDomainRule(s)
+		switch {
+		case err != nil:
+		case r.Port == 0:
+			plain = append(plain, r.String())
+		default:
+			entries = append(entries, r)
+		}
+	}
+	return plain, entries
+}
+
+// splitIPRules is splitDomainRules for allowed_ip_addresses.
+func splitIPRules(rules []string) (plain []netip.Prefix, entries []netpolicy.IPRule) {
+	for _, s := range rules {
+		r, err := netpolicy.ParseIPRule(s)
+		switch {
+		case err != nil:
+		case r.Port == 0:
+			plain = append(plain, r.Prefix)
+		default:
+			entries = append(entries, r)
+		}
+	}
+	return plain, entries
+}
+
+func entryPrefixes(rs []netpolicy.IPRule) []netip.Prefix {
+	out := make([]netip.Prefix, len(rs))
+	for i, r := range rs {
+		out[i] = r.Prefix
+	}
+	return out
 }
 
 // portRules declares the port ACLs and returns the rules using them.
@@ -119,17 +216,11 @@ func nonPublic(allowed []netip.Prefix) []netip.Prefix {
 	return prefixSet(netpolicy.NonPublicPrefixes(), append([]netip.Prefix{squidIPv4Space}, allowed...))
 }
 
-// parsePrefixes reads cfg.AllowedIPs; GatewayConfig wrote them, so a
-// rule that does not parse cannot occur and would only shrink what is
-// allowed if it did.
+// parsePrefixes reads the prefixes of cfg.AllowedIPs, with a port or
+// without.
 func parsePrefixes(rules []string) []netip.Prefix {
-	var out []netip.Prefix
-	for _, s := range rules {
-		if p, err := netpolicy.ParseIPRule(s); err == nil {
-			out = append(out, p)
-		}
-	}
-	return out
+	plain, entries := splitIPRules(rules)
+	return append(plain, entryPrefixes(entries)...)
 }
 
 func splitFamilies(ps []netip.Prefix) (v4, v6 []netip.Prefix) {

@@ -69,6 +69,13 @@ func (w *walker) add(at pos, key, format string, args ...any) {
 	})
 }
 
+// warn records a warning: the spec stays valid.
+func (w *walker) warn(at pos, key, format string, args ...any) {
+	w.spec.Warnings = append(w.spec.Warnings, Problem{
+		File: w.file, Line: at.line, Col: at.col, Key: key, Message: fmt.Sprintf(format, args...),
+	})
+}
+
 // pos is where n starts, or fallback for nodes without a source range
 // (arrays).
 func (w *walker) pos(n *unstable.Node, fallback pos) pos {
