@@ -130,9 +130,9 @@ func applyBaseline(c *Container, seccompJSON string) {
 func gatewayContainer(cfg netpolicy.Config) Container {
 	h := basePolicy(RoleGateway, roleLimits[RoleGateway].memory)
 	// 53: DNS over TCP when an answer is truncated (UDP is not a
-	// Landlock right); the rest are the ports the policy permits.
-	ports := append([]uint16{53}, cfg.HTTPPorts...)
-	ports = append(ports, cfg.ConnectPorts...)
+	// Landlock right); the rest are the ports the policy permits,
+	// including those its entries name ("models.lan:11434").
+	ports := append([]uint16{53}, cfg.DialPorts()...)
 	slices.Sort(ports)
 	h.Landlock.ConnectTCP = slices.Compact(ports)
 	h.Landlock.BindTCP = []uint16{GatewayPort}
