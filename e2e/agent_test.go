@@ -24,6 +24,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/fakemodel"
 )
 
 // Names the fixtures answer to on the run's egress network.
@@ -72,7 +74,25 @@ func TestAgentOfflineRun(t *testing.T) {
 		agCheckNothingLeft(t, r.id)
 	})
 
-	// A model that calls a tool it was not offered: the agent stops with a
+	// A question of the user's own, answered without any tool: the seed's
+	// task checks (format read, code-sample search) do not apply, and the
+	// run succeeds.
+	t.Run("custom question without tools", func(t *testing.T) {
+		r := s.runWith(t, "direct", "--question", "What is the capital of France?")
+		if r.err != nil {
+			t.Fatalf("mcpsidecar run: %v\nstdout:\n%s", r.err, r.stdout)
+		}
+		runDir := agOnlyRunDir(t, r.runsDir)
+		answer := agRead(t, filepath.Join(runDir, "answer.txt"))
+		if answer != fakemodel.DirectAnswer || agRead(t, filepath.Join(runDir, "stdout.txt")) != answer || !strings.Contains(r.stdout, answer) {
+			t.Errorf("answer.txt %q, stdout.txt %q, printed %q; want %q in all three", answer, agRead(t, filepath.Join(runDir, "stdout.txt")), r.stdout, fakemodel.DirectAnswer)
+		}
+		agCheckNoSecret(t, runDir, s.key)
+		agCheckNothingLeft(t, r.id)
+	})
+
+	// A model that keeps calling a tool it was not offered: each call is
+	// refused back to it, then the agent stops with a
 	// clear error, nothing is saved, the verdict names the failed checks,
 	// and every artifact is still there.
 	t.Run("unknown tool", func(t *testing.T) {
@@ -82,13 +102,13 @@ func TestAgentOfflineRun(t *testing.T) {
 		}
 		runDir := agOnlyRunDir(t, r.runsDir)
 		turns := agTurns(t, runDir)
-		if last := turns[len(turns)-1]; last.Kind != "error" || !strings.Contains(last.Error, `unknown tool "run_shell"`) {
-			t.Errorf("last turn %+v, want the unknown-tool error", last)
+		if last := turns[len(turns)-1]; last.Kind != "error" || !strings.Contains(last.Error, `tool calls in a row refused; last: unknown tool "run_shell"`) {
+			t.Errorf("last turn %+v, want the refusal budget's error naming the unknown tool", last)
 		}
 		if b, err := os.ReadFile(filepath.Join(runDir, "answer.txt")); err == nil && len(bytes.TrimSpace(b)) > 0 {
 			t.Errorf("answer.txt holds %q after a failed run", b)
 		}
-		agCheckVerdictFails(t, runDir, "agent exited 0")
+		agCheckVerdictFails(t, runDir, "agent exit code")
 		agCheckNoSecret(t, runDir, s.key)
 		agCheckNothingLeft(t, r.id)
 	})

@@ -87,34 +87,42 @@ type RunCheck struct {
 
 // Names of the [RunCheck] rows.
 const (
-	CheckAgentExit    = "agent exited 0"
-	CheckAnswerStdout = "answer.txt equals stdout"
-	CheckFormatRead   = "audit: answer format read"
-	CheckSampleSearch = "audit: " + ToolCodeSampleSearch + " called"
+	CheckAgentExit     = "agent exit code"
+	CheckAnswerStdout  = "answer.txt equals stdout"
+	CheckAuditComplete = "audit: every agent tool call audited"
+	CheckFormatRead    = "audit: answer format read"
+	CheckSampleSearch  = "audit: " + ToolCodeSampleSearch + " called"
 )
 
-// CheckRun is the verdict of the run in runDir, the seed's definition of a
-// successful run: the agent exited 0, answer.txt equals stdout.txt (up to
-// one trailing newline), and the sidecar's audit log holds a successful
-// read of the answer format and a successful code-sample search. The
-// agent's exit code comes from run-metadata.json (containers[role=agent]);
-// a harness that writes the metadata after the verdict uses
-// [CheckRunExit] instead.
-func CheckRun(runDir string) RunCheck {
+// CheckRun is the verdict of the run in runDir. For any question: the
+// agent exited 0, answer.txt equals stdout.txt (up to one trailing
+// newline) and is not empty, and every tool call the agent recorded with a
+// correlation id has its line in the sidecar's audit log. For the seed's
+// task (question "" or [DefaultQuestion]) also the seed's definition of
+// success: the audit log holds a successful read of the answer format and
+// a successful code-sample search. The agent's exit code comes from
+// run-metadata.json (containers[role=agent]); a harness that writes the
+// metadata after the verdict uses [CheckRunExit] instead.
+func CheckRun(runDir, question string) RunCheck {
 	code, err := agentExitCode(filepath.Join(runDir, MetadataFile))
 	if err != nil {
-		return verdict(Check{Name: CheckAgentExit, Detail: err.Error()}, runDir)
+		return verdict(Check{Name: CheckAgentExit, Detail: err.Error()}, runDir, question)
 	}
-	return CheckRunExit(runDir, code)
+	return CheckRunExit(runDir, code, question)
 }
 
 // CheckRunExit is [CheckRun] with the agent's exit code given.
-func CheckRunExit(runDir string, agentExit int) RunCheck {
-	return verdict(Check{Name: CheckAgentExit, OK: agentExit == 0, Detail: fmt.Sprintf("exit code %d", agentExit)}, runDir)
+func CheckRunExit(runDir string, agentExit int, question string) RunCheck {
+	return verdict(Check{Name: CheckAgentExit, OK: agentExit == 0, Detail: fmt.Sprintf("want 0, got %d", agentExit)}, runDir, question)
 }
 
-func verdict(exit Check, runDir string) RunCheck {
-	checks := append([]Check{exit, checkAnswerStdout(runDir)}, checkAudit(filepath.Join(runDir, AuditFile))...)
+func verdict(exit Check, runDir, question string) RunCheck {
+	checks := []Check{exit, checkAnswerStdout(runDir)}
+	lines, auditErr := readAudit(filepath.Join(runDir, AuditFile))
+	checks = append(checks, checkAuditComplete(filepath.Join(runDir, TurnsFile), lines, auditErr))
+	if question == "" || question == DefaultQuestion {
+		checks = append(checks, checkSeedTask(lines, auditErr)...)
+	}
 	rc := RunCheck{OK: true, Checks: checks}
 	for _, c := range checks {
 		rc.OK = rc.OK && c.OK
@@ -172,18 +180,71 @@ func checkAnswerStdout(runDir string) Check {
 
 // auditLine is the part of a sidecar audit line the verdict needs.
 type auditLine struct {
-	Kind string `json:"kind"`
-	Name string `json:"name"`
-	OK   bool   `json:"ok"`
+	Kind          string `json:"kind"`
+	Name          string `json:"name"`
+	OK            bool   `json:"ok"`
+	CorrelationID string `json:"correlation_id"`
 }
 
-// checkAudit looks for the successful format read and code-sample search.
-func checkAudit(path string) []Check {
+// checkAuditComplete: each tool call the agent sent to the sidecar (a
+// tool_call turn with a correlation id) has an audit line with that id.
+func checkAuditComplete(turnsPath string, lines []auditLine, auditErr error) Check {
+	c := Check{Name: CheckAuditComplete}
+	if auditErr != nil {
+		c.Detail = auditErr.Error()
+		return c
+	}
+	ids, err := calledIDs(turnsPath)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	audited := map[string]bool{}
+	for _, l := range lines {
+		audited[l.CorrelationID] = true
+	}
+	var missing []string
+	for _, id := range ids {
+		if !audited[id] {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) > 0 {
+		c.Detail = fmt.Sprintf("%d of %d calls have no audit line (correlation ids %s)", len(missing), len(ids), strings.Join(missing, ", "))
+		return c
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("%d calls, %d audit lines", len(ids), len(lines))
+	return c
+}
+
+// calledIDs reads the correlation ids of the agent's sidecar calls.
+func calledIDs(path string) ([]string, error) {
+	b, err := readSmall(path)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for n, line := range bytes.Split(b, []byte("\n")) {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		var tr Turn
+		if err := json.Unmarshal(line, &tr); err != nil {
+			return nil, fmt.Errorf("%s line %d: %w", filepath.Base(path), n+1, err)
+		}
+		if tr.Kind == KindToolCall && tr.CorrelationID != "" {
+			ids = append(ids, tr.CorrelationID)
+		}
+	}
+	return ids, nil
+}
+
+// checkSeedTask looks for the successful format read and code-sample search.
+func checkSeedTask(lines []auditLine, auditErr error) []Check {
 	read := Check{Name: CheckFormatRead, Detail: "no successful resources/read of " + AnswerFormatURI}
 	search := Check{Name: CheckSampleSearch, Detail: "no successful tools/call of " + ToolCodeSampleSearch}
-	lines, err := readAudit(path)
-	if err != nil {
-		read.Detail, search.Detail = err.Error(), err.Error()
+	if auditErr != nil {
+		read.Detail, search.Detail = auditErr.Error(), auditErr.Error()
 		return []Check{read, search}
 	}
 	for _, l := range lines {

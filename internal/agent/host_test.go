@@ -51,8 +51,13 @@ func TestCheckHost(t *testing.T) {
 
 const (
 	goodMeta  = `{"schema":"mcpsidecar.run/v1","containers":[{"role":"gateway","exit_code":0},{"role":"agent","exit_code":0}]}`
-	goodAudit = `{"kind":"resources/read","name":"mcp-sidecar://instructions/answer-format.md","ok":true}
-{"kind":"tools/call","name":"microsoft_code_sample_search","arguments":{"query":"q","language":"csharp"},"ok":true}
+	goodAudit = `{"kind":"resources/read","name":"mcp-sidecar://instructions/answer-format.md","ok":true,"correlation_id":"c1"}
+{"kind":"tools/call","name":"microsoft_code_sample_search","arguments":{"query":"q","language":"csharp"},"ok":true,"correlation_id":"c2"}
+`
+	goodTurns = `{"turn":1,"kind":"model_request","correlation_id":"m1","ok":true}
+{"turn":1,"kind":"tool_call","tool":"read_answer_format","correlation_id":"c1","ok":true}
+{"turn":2,"kind":"tool_call","tool":"microsoft_code_sample_search","correlation_id":"c2","ok":true}
+{"turn":3,"kind":"tool_call","tool":"save_answer","ok":false,"error":"refused: x"}
 `
 )
 
@@ -63,25 +68,29 @@ func TestCheckRun(t *testing.T) {
 		want  map[string]bool // check name -> ok
 	}{
 		{"success", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A\n", AuditFile: goodAudit},
-			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"agent failed", map[string]string{MetadataFile: strings.Replace(goodMeta, `"agent","exit_code":0`, `"agent","exit_code":1`, 1), AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit},
-			map[string]bool{CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"no metadata", map[string]string{AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit},
-			map[string]bool{CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"answer differs", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "B", AuditFile: goodAudit},
-			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"two trailing newlines differ", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A\n\n", AuditFile: goodAudit},
-			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"no answer", map[string]string{MetadataFile: goodMeta, StdoutFile: "", AuditFile: goodAudit},
-			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: true, CheckAnswerStdout: false, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"search failed", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A", AuditFile: strings.Replace(goodAudit, `"csharp"},"ok":true`, `"csharp"},"ok":false`, 1)},
-			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: false}},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: false}},
 		{"no audit", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A"},
-			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: false, CheckSampleSearch: false}},
+			map[string]bool{CheckAuditComplete: false, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: false, CheckSampleSearch: false}},
 		{"torn audit", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit + `{"kind":"tools/ca`},
-			map[string]bool{CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: false, CheckSampleSearch: false}},
+			map[string]bool{CheckAuditComplete: false, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: false, CheckSampleSearch: false}},
+		{"a call not audited", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit, TurnsFile: goodTurns + `{"turn":4,"kind":"tool_call","tool":"x","correlation_id":"c9","ok":true}`},
+			map[string]bool{CheckAuditComplete: false, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"no turns", map[string]string{MetadataFile: goodMeta, AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit, TurnsFile: ""},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"bad metadata", map[string]string{MetadataFile: "{", AnswerFile: "A", StdoutFile: "A", AuditFile: goodAudit},
-			map[string]bool{CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,7 +100,10 @@ func TestCheckRun(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			rc := CheckRun(dir)
+			if _, ok := tt.files[TurnsFile]; !ok {
+				os.WriteFile(filepath.Join(dir, TurnsFile), []byte(goodTurns), 0o644)
+			}
+			rc := CheckRun(dir, "")
 			got := map[string]bool{}
 			wantOK := true
 			for _, c := range rc.Checks {
@@ -121,7 +133,7 @@ func TestCheckRunRefusesPlantedLink(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(dir, AnswerFile)); err != nil {
 		t.Fatal(err)
 	}
-	rc := CheckRunExit(dir, 0)
+	rc := CheckRunExit(dir, 0, "")
 	for _, c := range rc.Checks {
 		if c.Name == CheckAnswerStdout && (c.OK || !strings.Contains(c.Detail, "link")) {
 			t.Errorf("answer check = %+v, want refused link", c)
@@ -129,5 +141,25 @@ func TestCheckRunRefusesPlantedLink(t *testing.T) {
 	}
 	if rc.OK {
 		t.Error("verdict OK with a planted link")
+	}
+}
+
+// A question of the user's own is not judged by the seed's task: no format
+// read or code-sample search is required.
+func TestCheckRunCustomQuestion(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{AnswerFile: "A", StdoutFile: "A\n", AuditFile: "", TurnsFile: `{"turn":1,"kind":"answer_saved","ok":true}` + "\n"} {
+		os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644)
+	}
+	rc := CheckRunExit(dir, 0, "What is 2+2?")
+	var names []string
+	for _, c := range rc.Checks {
+		names = append(names, c.Name)
+	}
+	if diff := cmp.Diff([]string{CheckAgentExit, CheckAnswerStdout, CheckAuditComplete}, names); !rc.OK || diff != "" {
+		t.Errorf("OK=%v checks %+v (-want +got names):\n%s", rc.OK, rc.Checks, diff)
+	}
+	if seed := CheckRunExit(dir, 1, DefaultQuestion); seed.OK || seed.Checks[0].Detail != "want 0, got 1" || len(seed.Checks) != 5 {
+		t.Errorf("seed task verdict %+v, want failed with the exit check saying want 0, got 1", seed)
 	}
 }

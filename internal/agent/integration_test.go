@@ -60,7 +60,7 @@ func TestRunThroughSidecar(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(runDir, StdoutFile), stdout.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if rc := CheckRunExit(runDir, 0); !rc.OK {
+	if rc := CheckRunExit(runDir, 0, cfg.Question); !rc.OK {
 		t.Errorf("verdict not OK: %+v", rc.Checks)
 	}
 

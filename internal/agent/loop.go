@@ -132,8 +132,8 @@ func newLoop(cfg Config, tools *toolset, stderr io.Writer) *loop {
 		retries: cfg.MaxRetries,
 		base:    cfg.RetryBase,
 		timeout: cfg.RequestTimeout,
-		notify: func(status, attempt int, wait time.Duration) {
-			fmt.Fprintf(stderr, "agent: model API answered %d; retry %d of %d in %s\n", status, attempt, cfg.MaxRetries, wait)
+		notify: func(why string, attempt int, wait time.Duration) {
+			fmt.Fprintf(stderr, "agent: model API %s; retry %d of %d in %s\n", why, attempt, cfg.MaxRetries, wait)
 		},
 	}}
 	prompt := seedPrompt
@@ -189,6 +189,7 @@ func (l *loop) ask(ctx context.Context, turn int) (openai.ChatCompletionMessage,
 		}
 	}
 	if err != nil {
+		err = redactErr(explainModelErr(err), l.cfg.APIKey)
 		tr.Error = err.Error()
 		l.tools.log.add(tr)
 		return openai.ChatCompletionMessage{}, fmt.Errorf("model request (turn %d): %w", turn, err)
@@ -199,6 +200,15 @@ func (l *loop) ask(ctx context.Context, turn int) (openai.ChatCompletionMessage,
 	}
 	l.tools.log.add(tr)
 	return msg, nil
+}
+
+// redactErr keeps the API key out of an error text (a service may echo
+// it back, and the text reaches the turn log and the terminal).
+func redactErr(err error, key string) error {
+	if key == "" || !strings.Contains(err.Error(), key) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
 }
 
 // nudge reminds a model that stopped without saving, once; then gives up.

@@ -2,20 +2,22 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"time"
 )
 
 // maxBackoff caps one wait, including a server's Retry-After.
 const maxBackoff = 30 * time.Second
 
-// retryTransport retries a request that got 429 or a 5xx, a bounded number
-// of times with exponential back-off; go-openai has no retries of its own.
-// Other failures (4xx, transport errors) are returned at once: retrying them
-// would only hide a misconfiguration.
+// retryTransport sends a model request and turns an error answer into a
+// [modelError]. It retries what can change — 408, 429, a 5xx that is not
+// the gateway's policy refusal, a connection reset — a bounded number of
+// times with exponential back-off, honouring Retry-After; go-openai has no
+// retries of its own. Anything else fails at once: retrying a 4xx or a
+// refusal would only hide a misconfiguration.
 type retryTransport struct {
 	next    http.RoundTripper
 	retries int
@@ -23,23 +25,27 @@ type retryTransport struct {
 	// timeout bounds each attempt, response body included.
 	timeout time.Duration
 	// notify, when set, hears about each retry (for the log on stderr).
-	notify func(status int, attempt int, wait time.Duration)
+	notify func(why string, attempt int, wait time.Duration)
 }
 
 func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		resp, err := t.attempt(req)
-		if err != nil || !retryable(resp.StatusCode) || attempt >= t.retries {
-			return resp, err
+		if err == nil && resp.StatusCode < 400 {
+			return resp, nil
 		}
-		if req.Body != nil && req.GetBody == nil {
-			return resp, nil // the body cannot be sent again
+		why, retryAfter, err := t.failure(req, resp, err)
+		var me *modelError
+		canRetry := errors.As(err, &me) && me.retryable() || me == nil && connectionReset(err)
+		if !canRetry || attempt >= t.retries || (req.Body != nil && req.GetBody == nil) {
+			if me != nil {
+				me.Retries = attempt
+			}
+			return nil, err
 		}
-		wait := t.backoff(attempt, resp.Header.Get("Retry-After"))
-		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
+		wait := t.backoff(attempt, retryAfter)
 		if t.notify != nil {
-			t.notify(resp.StatusCode, attempt+1, wait)
+			t.notify(why, attempt+1, wait)
 		}
 		if err := sleepCtx(req, wait); err != nil {
 			return nil, err
@@ -48,6 +54,25 @@ func (t retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil, err
 		}
 	}
+}
+
+// failure reads one failed attempt: what to say in a retry notice, the
+// server's Retry-After, and the error it amounts to.
+func (t retryTransport) failure(req *http.Request, resp *http.Response, err error) (string, string, error) {
+	if err != nil {
+		var me *modelError
+		if errors.As(err, &me) {
+			return fmt.Sprintf("answered %d", me.Status), me.RetryAfter, me
+		}
+		return "failed: " + err.Error(), "", err
+	}
+	defer resp.Body.Close()
+	me := newModelError(req.URL, resp)
+	why := fmt.Sprintf("answered %d", me.Status)
+	if me.Code != "" {
+		why += " (" + me.Code + ")"
+	}
+	return why, me.RetryAfter, me
 }
 
 // attempt sends req once under the per-attempt timeout, which ends when
@@ -78,16 +103,11 @@ func (b cancelBody) Close() error {
 	return err
 }
 
-// retryable reports whether status is worth another attempt.
-func retryable(status int) bool {
-	return status == http.StatusTooManyRequests || status >= 500
-}
-
 // backoff is base·2^attempt, or the server's Retry-After if longer, capped.
 func (t retryTransport) backoff(attempt int, retryAfter string) time.Duration {
 	wait := t.base << attempt
-	if s, err := strconv.Atoi(retryAfter); err == nil && s >= 0 && time.Duration(s)*time.Second > wait {
-		wait = time.Duration(s) * time.Second
+	if d, ok := parseRetryAfter(retryAfter, time.Now()); ok && d > wait {
+		wait = d
 	}
 	return min(wait, maxBackoff)
 }

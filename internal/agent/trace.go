@@ -73,6 +73,7 @@ func newTransport(proxy func(*url.URL) (*url.URL, error), keepAlive bool) http.R
 		return proxy(r.URL)
 	}
 	base.DisableKeepAlives = !keepAlive
+	base.OnProxyConnectResponse = connectRefusal
 	base.GetProxyConnectHeader = func(ctx context.Context, _ *url.URL, _ string) (http.Header, error) {
 		if id := traceFrom(ctx); id != "" {
 			return http.Header{"Traceparent": {traceparent(id)}}, nil

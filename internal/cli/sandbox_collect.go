@@ -138,7 +138,7 @@ func (j *job) verdict(runErr error) error {
 	case j.agentExit == nil:
 		v.Checks = append(v.Checks, runs.Check{Name: "workload ran", Detail: errText(runErr, "the workload did not run")})
 	case j.o.workload == orchestrate.WorkloadAgent:
-		rc := agent.CheckRunExit(j.dir.Path, *j.agentExit)
+		rc := agent.CheckRunExit(j.dir.Path, *j.agentExit, j.o.question)
 		for _, c := range rc.Checks {
 			v.Checks = append(v.Checks, runs.Check{Name: c.Name, OK: c.OK, Detail: c.Detail})
 		}
@@ -154,7 +154,7 @@ func (j *job) verdict(runErr error) error {
 	for _, c := range v.Checks {
 		v.OK = v.OK && c.OK
 		if !c.OK {
-			failed = append(failed, c.Name)
+			failed = append(failed, c.Name+": "+c.Detail)
 		}
 	}
 	j.meta.Verdict = v
