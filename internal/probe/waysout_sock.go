@@ -245,7 +245,7 @@ func openSockets(specs []sockSpec) Result {
 	}
 	ev := "created: " + strings.Join(created, ", ") + "; refused: " + strings.Join(refused, ", ")
 	if len(created) > 0 {
-		return allowed("A socket was created: "+strings.Join(created, ", ")+".", ev)
+		return allowed(fmt.Sprintf("%d of %d sockets of this kind were created.", len(created), len(specs)), ev)
 	}
 	return denied("Every socket of this kind was refused.", ev)
 }
