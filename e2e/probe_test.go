@@ -7,7 +7,8 @@ package e2e
 // host's Docker socket, and a labelled non-internal bridge network (a
 // default route out). Every hardening probe must report a violation there,
 // so none can pass vacuously. The probes only inspect routes, resolve
-// reserved names and talk to the Docker socket's /_ping. Docker's embedded
+// reserved names, talk to the Docker socket's /_ping, and (G41) send to the
+// host's own address on the test network, where a canary listens. Docker's embedded
 // DNS would forward the reserved names to the host's resolver, off the
 // machine, so the container's --dns is a fixture on the test's network
 // that answers NXDOMAIN to everything: the DNS probes still see a name
@@ -15,11 +16,13 @@ package e2e
 
 import (
 	"encoding/json"
+	"net"
 	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -41,6 +44,12 @@ var hardeningProbes = []string{
 	// /.dockerenv, which a root container without Landlock can use.
 	"G02/T10", "G03/T10", "G03/T11", "G03/T12", "G03/T13", "G03/T14", "G03/T15", "G03/T16",
 	"G03/T17", "G03/T18", "G16/T02",
+	// The ways out of issue 12: the host's address on the test network
+	// (a canary listens there), Fast Open, listen without bind, sockets no
+	// role needs, setuid bits, another role's output (planted in the
+	// output directory).
+	"G41/T01", "G41/T02", "G41/T03", "G41/T04", "G41/T05", "G41/T06", "G41/T07", "G41/T08", "G41/T09",
+	"G41/T10", "G41/T11",
 }
 
 func TestProbeUnhardenedContainer(t *testing.T) {
@@ -55,10 +64,12 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 	probeDocker(t, "network", "create", "--label", TestLabel, "--label", label, network)
 	dnsName := "mcpsidecar-probe-e2e-" + id + "-dns"
 	dnsIP := startDNSFixture(t, id, label, network, dnsName)
+	canary := startHostCanary(t, network)
 	out := t.TempDir()
 	if err := os.Chmod(out, 0o777); err != nil {
 		t.Fatal(err)
 	}
+	plantOtherRoles(t, out)
 	pctx, _ := json.Marshal(map[string]any{"sidecar_url": "http://mcp-sidecar.invalid:8000/mcp"})
 	probeDocker(t, "run", "--name", "mcpsidecar-probe-e2e-"+id, "--label", TestLabel, "--label", label,
 		"--network", network, "--dns", dnsIP, "--security-opt", "seccomp=unconfined", "--user", "0:0",
@@ -77,6 +88,13 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 		}
 	}
 	t.Logf("unhardened container: %s", rep.Summary())
+	for _, g := range rep.Groups {
+		for _, c := range g.Capabilities {
+			if g.ID == "G41" {
+				t.Logf("%s/%s %s: %s (%s)", g.ID, c.ID, c.Verdict, c.Tool.Summary, c.Tool.Evidence)
+			}
+		}
+	}
 	if n := rep.Probes(); n < 240 {
 		t.Errorf("report has %d probes, want the whole catalogue", n)
 	}
@@ -104,6 +122,13 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 			t.Errorf("the DNS fixture never saw %s: the query went elsewhere\n%s", name, queries)
 		}
 	}
+	// The host-reach probes reached the canary on the host's address.
+	if tcp, udp := canary.tcp.Load(), canary.udp.Load(); tcp == 0 || udp == 0 {
+		t.Errorf("the host canary on %s saw %d TCP connections and %d UDP queries, want both", canary.addr, tcp, udp)
+	}
+	if n := rep.Violations(); n < len(hardeningProbes) {
+		t.Errorf("%d violations, want at least the %d hardening probes", n, len(hardeningProbes))
+	}
 	// The gateway probes have no gateway here: unsupported, never a pass.
 	for _, key := range []string{"G40/T06", "G40/T07"} {
 		g, p, _ := strings.Cut(key, "/")
@@ -114,6 +139,77 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 	// A scratch image has no shell: the shell path is N/A, itself a finding.
 	if c := rep.Find("G01", "T01"); c == nil || c.Shell.Outcome != probe.NA || !strings.Contains(c.Shell.Summary, "No shell") {
 		t.Errorf("G01/T01 shell path: %+v, want N/A for a missing shell", c)
+	}
+}
+
+// hostCanary listens on the host's own address on the test network (the
+// network's gateway), never on 0.0.0.0, and counts what reaches it.
+type hostCanary struct {
+	addr     string
+	tcp, udp atomic.Int32
+}
+
+// startHostCanary listens on TCP 8000 (the sidecar's port, which the
+// agent's Landlock rule allows on any address) and UDP 53 of the host's
+// address on network, answering each DNS-shaped query with itself marked
+// as a response; closed at cleanup.
+func startHostCanary(t *testing.T, network string) *hostCanary {
+	t.Helper()
+	gw := strings.TrimSpace(probeDocker(t, "network", "inspect", "-f", "{{(index .IPAM.Config 0).Gateway}}", network))
+	if a, err := netip.ParseAddr(gw); err != nil || !a.IsPrivate() {
+		t.Fatalf("the host's address on %s: %q (%v), want a private address", network, gw, err)
+	}
+	c := &hostCanary{addr: gw}
+	l, err := net.Listen("tcp", net.JoinHostPort(gw, "8000"))
+	if err != nil {
+		t.Fatalf("canary on %s: %v", gw, err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			conn, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.tcp.Add(1)
+			conn.Close()
+		}
+	}()
+	pc, err := net.ListenPacket("udp", net.JoinHostPort(gw, "53"))
+	if err != nil {
+		t.Fatalf("canary on %s: %v", gw, err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	go func() {
+		buf := make([]byte, 512)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			c.udp.Add(1)
+			if n > 2 {
+				buf[2] |= 0x80 // QR: a response
+				_, _ = pc.WriteTo(buf[:n], from)
+			}
+		}
+	}()
+	return c
+}
+
+// plantOtherRoles puts what the gateway and the sidecar write into the
+// control's output directory, as a harness that mounted the whole run
+// directory would expose it.
+func plantOtherRoles(t *testing.T, out string) {
+	t.Helper()
+	for _, f := range []string{"gateway/egress-decisions.jsonl", "gateway/harden-report.json", "sidecar/harden-report.json"} {
+		p := filepath.Join(out, f)
+		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
