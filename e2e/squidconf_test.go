@@ -44,6 +44,9 @@ func TestSquidConfParses(t *testing.T) {
 		{name: "nothing allowed"},
 		{name: "connect port outside http ports", domains: []string{".allowed.test"}, http: []uint16{80}, connect: []uint16{443, 8443}},
 		{name: "no ports", domains: []string{".allowed.test"}, http: []uint16{}, connect: []uint16{}},
+		{name: "entries with ports", domains: []string{".allowed.test", "models.lan.test:11434", "api.allowed.test:8080", "host.docker.internal:11434"},
+			ips: []string{"192.168.1.20:8000", "[fd00::5]:8080", "10.1.0.0/16"}},
+		{name: "only entries with ports", domains: []string{"models.lan.test:11434"}, ips: []string{"192.0.2.7:8000"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
