@@ -70,7 +70,11 @@ func proxyEnv(noProxy string) map[string]string {
 
 // basePolicy is the Landlock and seccomp hardening every role starts
 // from: read the system files it needs, write only its tmpfs mounts and
-// its output directory, execute only its own binary, spawn nothing.
+// its output directory, execute only its own binary, spawn nothing, open
+// no netlink socket (no role lists interfaces or routes) and no UDP
+// socket (Landlock does not see UDP; only the gateway's resolver needs it,
+// the other roles find their peers in /etc/hosts). Listening is refused
+// unless the role serves (see [serves]).
 func basePolicy(role string, memory int64) harden.Policy {
 	return harden.Policy{
 		Schema: harden.Schema,
@@ -87,6 +91,9 @@ func basePolicy(role string, memory int64) harden.Policy {
 		},
 		NoSpawn:         true,
 		DenyUnixSockets: true,
+		NoListen:        true,
+		NoUDP:           true,
+		NoNetlink:       true,
 		// Landlock TCP rules need ABI 4 (Linux 6.7); DESIGN.md applies
 		// them where the kernel has them, so they are best effort and a
 		// missing layer is reported, not fatal.
@@ -117,7 +124,14 @@ func applyBaseline(c *Container, seccompJSON string) {
 	}
 	// Docker otherwise sets 0, letting an unprivileged process bind
 	// ports below 1024 and impersonate a system service.
-	c.Sysctls = map[string]string{"net.ipv4.ip_unprivileged_port_start": "1024"}
+	// TCP Fast Open's client side connects inside sendto(MSG_FASTOPEN),
+	// where Landlock's connect rule never looks (landlock-lsm/linux issue
+	// 41); 0 turns it off in the container's network namespace, under the
+	// seccomp filter's own refusal.
+	c.Sysctls = map[string]string{
+		"net.ipv4.ip_unprivileged_port_start": "1024",
+		"net.ipv4.tcp_fastopen":               "0",
+	}
 	c.ExtraHosts = nil
 	for _, h := range blackHoledHosts {
 		c.ExtraHosts = append(c.ExtraHosts, h+":0.0.0.0")
@@ -130,12 +144,14 @@ func applyBaseline(c *Container, seccompJSON string) {
 func gatewayContainer(cfg netpolicy.Config) Container {
 	h := basePolicy(RoleGateway, roleLimits[RoleGateway].memory)
 	// 53: DNS over TCP when an answer is truncated (UDP is not a
-	// Landlock right); the rest are the ports the policy permits,
-	// including those its entries name ("models.lan:11434").
-	ports := append([]uint16{53}, cfg.DialPorts()...)
+	// Landlock right); the rest are the ports the policy permits.
+	ports := append([]uint16{53}, cfg.HTTPPorts...)
+	ports = append(ports, cfg.ConnectPorts...)
 	slices.Sort(ports)
 	h.Landlock.ConnectTCP = slices.Compact(ports)
 	h.Landlock.BindTCP = []uint16{GatewayPort}
+	serves(&h)
+	h.NoUDP = false // its resolver asks Docker's DNS over UDP
 	return Container{
 		Role: RoleGateway,
 		Name: "egress-gateway",
@@ -153,6 +169,7 @@ func sidecarContainer() Container {
 	h := basePolicy(RoleSidecar, roleLimits[RoleSidecar].memory)
 	h.Landlock.ConnectTCP = []uint16{GatewayPort}
 	h.Landlock.BindTCP = []uint16{SidecarPort}
+	serves(&h)
 	env := baseEnv()
 	maps.Copy(env, proxyEnv("localhost,127.0.0.1,"+SidecarAlias))
 	return Container{
@@ -199,6 +216,9 @@ func agentContainer(s *Spec) Container {
 	c.ForwardEnv = forwardable(sortedUnique(c.ForwardEnv), c.Env)
 	return c
 }
+
+// serves lets a role that binds a port listen on it.
+func serves(h *harden.Policy) { h.NoListen = false }
 
 // forwardable drops host variables the harness sets itself: its value
 // wins, as in the seed.

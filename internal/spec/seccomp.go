@@ -3,6 +3,7 @@ package spec
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -55,6 +56,7 @@ var seccompOnce = sync.OnceValues(func() ([]byte, error) {
 		unconditionalNamespaceRule(rule)
 		kept = append(kept, rule)
 	}
+	kept = append(kept, argumentRules(kept)...)
 	eperm := uint(1)
 	kept = append(kept, &seccomp.Syscall{
 		LinuxSyscall: specs.LinuxSyscall{Names: DeniedSyscalls(), Action: specs.ActErrno, ErrnoRet: &eperm},
@@ -67,6 +69,79 @@ var seccompOnce = sync.OnceValues(func() ([]byte, error) {
 	}
 	return append(out, '\n'), nil
 })
+
+// Argument rules, in the moby format. Each entry of argRules is one allow
+// rule (their conditions ANDed); several entries for one name are ORed.
+// Every comparison is a SCMP_CMP_MASKED_EQ with a mask inside the low 32
+// bits, so bits an attacker sets in the high half of an int argument (the
+// kernel ignores them) cannot change the outcome. A call matching none
+// falls to the profile's default action, EPERM.
+//
+// The threats: TCP Fast Open connects inside sendto/sendmsg/sendmmsg,
+// where Landlock's connect rule never looks (landlock-lsm/linux issue 41);
+// a setuid or setgid file left in the output directory runs as the
+// container's user for anyone on the host. The in-process filter
+// (internal/harden) refuses the same and more (setsockopt
+// TCP_FASTOPEN_CONNECT, which this format cannot express without a
+// 64-bit "not equal" an attacker could dodge).
+const (
+	setIDBits       = 0o6000     // S_ISUID | S_ISGID
+	msgFastOpen     = 0x20000000 // MSG_FASTOPEN
+	openCreateFlags = 0o100 | 0x400000
+)
+
+func maskedZero(index uint, mask uint64) specs.LinuxSeccompArg {
+	return specs.LinuxSeccompArg{Index: index, Value: mask, ValueTwo: 0, Op: specs.OpMaskedEqual}
+}
+
+var argRules = map[string][][]specs.LinuxSeccompArg{
+	"sendto":    {{maskedZero(3, msgFastOpen)}},
+	"sendmsg":   {{maskedZero(2, msgFastOpen)}},
+	"sendmmsg":  {{maskedZero(3, msgFastOpen)}},
+	"chmod":     {{maskedZero(1, setIDBits)}},
+	"fchmod":    {{maskedZero(1, setIDBits)}},
+	"fchmodat":  {{maskedZero(2, setIDBits)}},
+	"fchmodat2": {{maskedZero(2, setIDBits)}},
+	"mknod":     {{maskedZero(1, setIDBits)}},
+	"mknodat":   {{maskedZero(2, setIDBits)}},
+	"creat":     {{maskedZero(1, setIDBits)}},
+	// The mode counts only when the flags create a file.
+	"open":   {{maskedZero(1, openCreateFlags)}, {maskedZero(2, setIDBits)}},
+	"openat": {{maskedZero(2, openCreateFlags)}, {maskedZero(3, setIDBits)}},
+}
+
+// argumentRules takes the names of argRules out of the unconditional allow
+// rules in kept and returns their conditional allow rules, for the names
+// Docker's default allowed.
+func argumentRules(kept []*seccomp.Syscall) []*seccomp.Syscall {
+	var out []*seccomp.Syscall
+	for _, name := range slices.Sorted(maps.Keys(argRules)) {
+		if !takeUnconditional(kept, name) {
+			continue
+		}
+		for _, args := range argRules[name] {
+			out = append(out, &seccomp.Syscall{
+				LinuxSyscall: specs.LinuxSyscall{Names: []string{name}, Action: specs.ActAllow, Args: args},
+				Comment:      "mcpsidecar: " + name + " only without TCP Fast Open or setuid/setgid bits",
+			})
+		}
+	}
+	return out
+}
+
+// takeUnconditional removes name from every allow rule without argument,
+// capability or architecture conditions, and reports whether any had it.
+func takeUnconditional(rules []*seccomp.Syscall, name string) bool {
+	found := false
+	for _, r := range rules {
+		unconditional := len(r.Args) == 0 && r.Includes == nil && r.Excludes == nil
+		if r.Action == specs.ActAllow && unconditional && slices.Contains(r.Names, name) {
+			r.Names = slices.DeleteFunc(r.Names, func(n string) bool { return n == name })
+			found = true
+		}
+	}
+	return found
+}
 
 // grantsNamespaces reports whether rule would allow clone/clone3 with any
 // flags: Docker does so only under CAP_SYS_ADMIN.
