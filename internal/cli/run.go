@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -22,7 +23,7 @@ const exitInterrupted = 130
 const (
 	envAllowOldEngine = "MCPSIDECAR_ALLOW_OLD_ENGINE" // "1": accept an engine older than 26
 	envImageBinary    = "MCPSIDECAR_IMAGE_BINARY"     // the binary to put in the image (default: this one)
-	envCABundle       = "MCPSIDECAR_CA_BUNDLE"        // default /etc/ssl/certs/ca-certificates.crt
+	envCABundle       = agent.EnvCABundle             // default /etc/ssl/certs/ca-certificates.crt
 	envImageMethod    = "MCPSIDECAR_IMAGE_METHOD"     // "import": skip the classic builder
 	envExtraLabels    = "MCPSIDECAR_LABELS"           // "k=v,k=v" added to every resource (tests)
 )
@@ -71,7 +72,7 @@ func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 	_ = f.MarkHidden("x-workload-cmd")
 	_ = f.MarkHidden("x-gateway-cmd")
 	if withQuestion {
-		f.StringVar(&o.question, "question", "", "the question for the agent (default: the seed's)")
+		f.StringVar(&o.question, "question", "", "the question for the agent (default: the seed's); any other question is judged by exit 0, an answer saved and printed, and a complete audit, and the model may use any tools or none")
 	}
 }
 
@@ -101,8 +102,14 @@ and Ctrl-C alike (a second Ctrl-C forces an exit; "mcpsidecar gc" cleans up).
 Phases, each one progress line on stderr: spec, preflight, image, run-dir,
 networks, gateway, sidecar, agent, wait, collect, teardown.
 
-Environment: OPENAI_API_KEY (required by openai_agents), OPENAI_BASE_URL,
-OPENAI_MODEL, DOCKER_HOST, ` + envAllowOldEngine + `.`,
+Environment: OPENAI_API_KEY (required by openai_agents), OPENAI_BASE_URL (any
+OpenAI-compatible /v1 endpoint; its host, with the port when not 80/443, must be
+in allowed_domains or allowed_ip_addresses), OPENAI_MODEL, DOCKER_HOST,
+` + envAllowOldEngine + `, and
+` + envCABundle + `: the PEM bundle of CA certificates the sandbox trusts
+(default /etc/ssl/certs/ca-certificates.crt). Set it behind a TLS-inspecting
+corporate proxy, or for a model or MCP server signed by a private CA, when an
+error says "certificate signed by unknown authority".`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
