@@ -49,6 +49,7 @@ type job struct {
 	stderr    capBuffer
 	agentExit *int
 	running   *orchestrate.Running
+	obs       *observer // reads each role's process from outside (sandbox_outside.go)
 }
 
 // runSandbox carries out the whole lifecycle: every phase in order, then
@@ -301,11 +302,13 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	defer cancel()
 	if j.sess != nil {
 		j.sess.Stop(bg)
+		j.finishObserving()
 		_ = j.phases.do("collect", func() error { return j.collect(bg) })
 	}
 	verdictErr := j.verdict(runErr)
 	if j.sess != nil {
 		_ = j.phases.do("teardown", func() error { return j.teardown(bg) })
+		j.secureRunDir()
 	}
 	err := errors.Join(runErr, verdictErr)
 	j.meta.ExitCode = exitCodeOf(err)
@@ -340,6 +343,20 @@ func (j *job) teardown(ctx context.Context) error {
 		return nil
 	}
 	return j.sess.Teardown(ctx)
+}
+
+// secureRunDir makes the role folders safe and readable by the user who
+// started the run once every container has stopped (runs.Dir.Secure).
+func (j *job) secureRunDir() {
+	var roles []string
+	for _, st := range j.sess.Plan.Containers {
+		roles = append(roles, st.Role)
+	}
+	if err := j.dir.Secure(roles, os.Getuid(), os.Getgid()); err != nil {
+		d := fmt.Sprintf("the run directory could not be fully secured: %v", err)
+		j.meta.Degradations = append(j.meta.Degradations, d)
+		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
+	}
 }
 
 func (j *job) writeMetadata() {

@@ -149,6 +149,10 @@ func (j *job) verdict(runErr error) error {
 		c, err = j.probeVerdict()
 		v.Checks = append(v.Checks, c...)
 	}
+	if j.sess != nil {
+		v.Checks = append(v.Checks, j.hardeningChecks()...)
+		v.Checks = append(v.Checks, j.bridgeChecks()...)
+	}
 	v.OK = len(v.Checks) > 0
 	var failed []string
 	for _, c := range v.Checks {

@@ -50,6 +50,7 @@ func (j *job) makeRunDir(context.Context) error {
 		}
 	}
 	j.sess = orchestrate.NewSession(j.engine, plan)
+	j.obs = newObserver()
 	j.sess.Prepare = j.dropDefaultRoute
 	j.sess.Release = func(st orchestrate.Step) error {
 		return j.dir.Write(filepath.Join(st.Role, orchestrate.HoldFile), nil)
@@ -146,6 +147,7 @@ func (j *job) startRole(role string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		start := time.Now()
 		err := j.sess.StartService(ctx, role, j.o.readyTimeout)
+		j.observeRole(role)
 		action := "create, start, GET /healthz on the container's own loopback until 200"
 		if st, _ := j.sess.Step(role); st.Ready != nil && st.Ready.TCP {
 			action = "create, start, TCP connect to the container's own loopback until accepted"
@@ -215,6 +217,7 @@ func (j *job) startAgent(ctx context.Context) error {
 	}
 	w, err := j.sess.StartWorkload(ctx, orchestrate.RoleAgent, io.MultiWriter(stdout, &j.stdout), io.MultiWriter(j.s.Err, &j.stderr))
 	j.running = w
+	j.observeRole(orchestrate.RoleAgent)
 	return err
 }
 

@@ -20,3 +20,22 @@ func TestListeningIn(t *testing.T) {
 		}
 	}
 }
+
+func TestParseProcStatus(t *testing.T) {
+	const status = "Name:\tmcpsidecar\nUid:\t65532\t65532\t65532\t65532\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nSeccomp_filters:\t2\n"
+	got, err := parseProcStatus(status)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := ProcStatus{Seccomp: 2, SeccompFilters: 2, NoNewPrivs: true, UID: 65532}
+	if got != want {
+		t.Errorf("got %+v, want %+v", got, want)
+	}
+	root, err := parseProcStatus("Uid:\t0\t0\t0\t0\nCapEff:\t000001ffffffffff\nNoNewPrivs:\t0\nSeccomp:\t0\n")
+	if err != nil || root.UID != 0 || root.CapEff == 0 || root.NoNewPrivs || root.Seccomp != 0 {
+		t.Errorf("unhardened status read as %+v, %v", root, err)
+	}
+	if _, err := parseProcStatus("Name:\tx\n"); err == nil {
+		t.Error("a status without the security lines was accepted")
+	}
+}

@@ -51,6 +51,8 @@ type Container struct {
 	ExitCode *int
 	TimedOut bool
 	IPs      map[string]string
+	// Pid is the container's init on the host once it ran (0 before).
+	Pid int
 	// ReadyBy says how readiness was judged when not by a request
 	// (ReadyByListening); empty otherwise.
 	ReadyBy string
@@ -180,7 +182,7 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 	if err != nil {
 		return err
 	}
-	c.IPs = state.IPs
+	c.IPs, c.Pid = state.IPs, state.Pid
 	if !state.Running || state.Pid == 0 {
 		// Exited already: the engine has dropped its addresses.
 		code := state.ExitCode
@@ -330,6 +332,11 @@ func (s *Session) StartWorkload(ctx context.Context, role string, stdout, stderr
 	if err := s.release(ctx, c); err != nil {
 		return nil, err
 	}
+	if c.Pid == 0 {
+		if state, err := s.Engine.InspectContainer(ctx, c.ID); err == nil {
+			c.Pid = state.Pid
+		}
+	}
 	return &Running{c: c, done: done}, nil
 }
 
@@ -342,6 +349,7 @@ func (s *Session) release(ctx context.Context, c *Container) error {
 	if err != nil {
 		return err
 	}
+	c.Pid = state.Pid
 	if !state.Running || state.Pid == 0 {
 		return fmt.Errorf("%s stopped before it was released (exit code %d)", c.Step.Role, state.ExitCode)
 	}

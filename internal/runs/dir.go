@@ -171,3 +171,65 @@ func (d *Dir) ReadOutput(role, src string) ([]byte, error) {
 	}
 	return data, nil
 }
+
+// Secure makes what the containers left in each role's output directory
+// safe on the host, once they have stopped: every entry owned by uid:gid
+// (the user who started the run), no setuid, setgid or sticky bit, nothing
+// writable by group or others, device nodes removed. Threat: a workload
+// plants a setuid copy of a binary, or a world-writable folder, that any
+// local user could run or write long after the run (as the container's
+// uid, which owns every run's logs). Links are re-owned, never followed.
+// Problems are returned joined; the walk goes on past them.
+func (d *Dir) Secure(roles []string, uid, gid int) error {
+	var errs []error
+	for _, role := range roles {
+		errs = append(errs, d.secureTree(role, uid, gid))
+	}
+	return errors.Join(errs...)
+}
+
+func (d *Dir) secureTree(rel string, uid, gid int) error {
+	f, err := d.root.OpenFile(rel, os.O_RDONLY|noFollow|nonBlock, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		// A link (O_NOFOLLOW refuses it) or an unreadable entry: own it
+		// without following it.
+		if lerr := d.root.Lchown(rel, uid, gid); lerr != nil {
+			return fmt.Errorf("securing %s: %w", rel, errors.Join(err, lerr))
+		}
+		return nil
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("securing %s: %w", rel, err)
+	}
+	mode := st.Mode()
+	if mode&(fs.ModeDevice|fs.ModeCharDevice) != 0 {
+		f.Close()
+		return d.root.Remove(rel)
+	}
+	var errs []error
+	if err := f.Chown(uid, gid); err != nil && !errors.Is(err, fs.ErrPermission) {
+		errs = append(errs, fmt.Errorf("owning %s: %w", rel, err))
+	}
+	safe := mode.Perm() &^ 0o022
+	if mode.IsDir() {
+		safe |= 0o700
+	}
+	if err := f.Chmod(safe); err != nil {
+		errs = append(errs, fmt.Errorf("securing the mode of %s: %w", rel, err))
+	}
+	if mode.IsDir() {
+		names, err := f.Readdirnames(-1)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("listing %s: %w", rel, err))
+		}
+		for _, n := range names {
+			errs = append(errs, d.secureTree(filepath.Join(rel, n), uid, gid))
+		}
+	}
+	return errors.Join(errs...)
+}

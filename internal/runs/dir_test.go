@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,6 +171,67 @@ func TestResolveAndList(t *testing.T) {
 }
 
 func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// What a hostile workload leaves in its output directory is made safe:
+// no setuid or setgid bit, nothing world- or group-writable, owned by the
+// user who ran the harness, devices removed, links not followed.
+func TestSecure(t *testing.T) {
+	d, err := Create(t.TempDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	out := filepath.Join(d.Path, "agent")
+	mustDo(t, os.Mkdir(out, 0o700))
+	mustDo(t, os.WriteFile(filepath.Join(out, "suid"), []byte("x"), 0o755))
+	mustDo(t, os.Chmod(filepath.Join(out, "suid"), 0o6755|fs.ModeSetuid|fs.ModeSetgid))
+	mustDo(t, os.Mkdir(filepath.Join(out, "open"), 0o777))
+	mustDo(t, os.Chmod(filepath.Join(out, "open"), 0o777|fs.ModeSticky))
+	mustDo(t, os.WriteFile(filepath.Join(out, "open", "inner"), []byte("x"), 0o666))
+	mustDo(t, os.Chmod(filepath.Join(out, "open", "inner"), 0o666))
+	outside := filepath.Join(t.TempDir(), "victim")
+	mustDo(t, os.WriteFile(outside, []byte("x"), 0o600))
+	mustDo(t, os.Symlink(outside, filepath.Join(out, "link")))
+	mustDo(t, syscall.Mkfifo(filepath.Join(out, "fifo"), 0o666))
+	owner := os.Getuid()
+	if owner == 0 { // as root, the test can also prove the files are re-owned
+		mustDo(t, filepath.Walk(out, func(p string, _ fs.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, 65532, 65532)
+		}))
+	}
+	if err := d.Secure([]string{"agent", "sidecar"}, os.Getuid(), os.Getgid()); err != nil {
+		t.Fatalf("Secure: %v", err)
+	}
+	mustDo(t, filepath.Walk(out, func(p string, info fs.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		m := info.Mode()
+		if m&(fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky) != 0 || (m&fs.ModeSymlink == 0 && m.Perm()&0o022 != 0) {
+			t.Errorf("%s left with mode %v", p, m)
+		}
+		if uid := int(info.Sys().(*syscall.Stat_t).Uid); uid != owner {
+			t.Errorf("%s owned by %d, want %d", p, uid, owner)
+		}
+		return nil
+	}))
+	if st, err := os.Stat(outside); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("the link's target was changed: %v %v", st.Mode(), err)
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm()&0o700 != 0o700 {
+		t.Errorf("the role folder is not usable by its owner: %v", err)
+	}
+}
+
+func mustDo(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)

@@ -38,6 +38,10 @@ type Metadata struct {
 	// Hardening is what each role reported about the layers it applied
 	// (its harden-report.json), keyed by role.
 	Hardening map[string]RoleHardening `json:"hardening,omitempty"`
+	// Observed is what the host itself read of each role's process from
+	// outside (/proc/<pid>/status), keyed by role: the kernel's account,
+	// which no workload can forge.
+	Observed map[string]Observation `json:"observed,omitempty"`
 	// ArtifactProblems names workload files the host refused to copy
 	// (links, special files, oversized) or could not read.
 	ArtifactProblems []string `json:"artifact_problems,omitempty"`
@@ -100,6 +104,18 @@ type RoleHardening struct {
 	Layers       []HardeningLayer `json:"layers"`
 	Degradations []string         `json:"degradations"`
 	Error        string           `json:"error,omitempty"` // the report's own error, or why it could not be read
+}
+
+// Observation is one role's process as the host read it, after the role
+// had written its hardening report.
+type Observation struct {
+	Seen           bool   `json:"seen"`
+	Seccomp        int    `json:"seccomp"`
+	SeccompFilters int    `json:"seccomp_filters"`
+	NoNewPrivs     bool   `json:"no_new_privs"`
+	CapEff         string `json:"cap_eff"`
+	UID            int    `json:"uid"`
+	Detail         string `json:"detail,omitempty"`
 }
 
 // HardeningLayer is one layer of a role's hardening.

@@ -1,0 +1,233 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+)
+
+// observer reads each role's process from outside once the role has
+// written its hardening report. Threat: the report is written by the
+// workload in a directory it controls, so a hostile workload can forge
+// it; the kernel's /proc/<pid>/status cannot be forged from inside.
+type observer struct {
+	mu   sync.Mutex
+	seen map[string]runs.Observation
+	wg   sync.WaitGroup
+	stop chan struct{}
+}
+
+// observeEvery is how often the observer looks for a role's report.
+const observeEvery = 2 * time.Millisecond
+
+func newObserver() *observer {
+	return &observer{seen: map[string]runs.Observation{}, stop: make(chan struct{})}
+}
+
+// watch follows the container of role until its report appears, then reads
+// its process status. It gives up when the process is gone or at close.
+func (o *observer) watch(role, reportPath string, pid int) {
+	if pid <= 0 {
+		o.record(role, runs.Observation{Detail: "not observed: no process id"})
+		return
+	}
+	o.wg.Add(1)
+	go func() {
+		defer o.wg.Done()
+		tick := time.NewTicker(observeEvery)
+		defer tick.Stop()
+		for {
+			if _, err := os.Lstat(reportPath); err == nil {
+				o.record(role, observe(pid))
+				return
+			}
+			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, fs.ErrNotExist) {
+				o.record(role, runs.Observation{Detail: "not observed: the process ended before it wrote its hardening report"})
+				return
+			}
+			select {
+			case <-o.stop:
+				o.record(role, runs.Observation{Detail: "not observed: the role wrote no hardening report while it ran"})
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+}
+
+func observe(pid int) runs.Observation {
+	st, err := dockerx.ReadProcStatus(pid)
+	if err != nil {
+		return runs.Observation{Detail: "not observed: " + err.Error()}
+	}
+	return runs.Observation{Seen: true, Seccomp: st.Seccomp, SeccompFilters: st.SeccompFilters,
+		NoNewPrivs: st.NoNewPrivs, CapEff: fmt.Sprintf("%016x", st.CapEff), UID: st.UID}
+}
+
+func (o *observer) record(role string, ob runs.Observation) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen[role] = ob
+}
+
+// close stops the watches and returns what was seen.
+func (o *observer) close() map[string]runs.Observation {
+	close(o.stop)
+	o.wg.Wait()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.seen
+}
+
+// observeRole starts watching role's container, if it ran.
+func (j *job) observeRole(role string) {
+	c := j.sess.Find(role)
+	if c == nil || j.obs == nil || (role == orchestrate.RoleGateway && j.o.squid()) {
+		return
+	}
+	j.obs.watch(role, filepath.Join(j.dir.Path, role, hardenReport), c.Pid)
+}
+
+// hardeningChecks are the verdict's checks of each role's hardening: its
+// report lists every layer its policy requires as enforced, and what the
+// host saw of its process agrees (a seccomp filter of ours on top of
+// Docker's, no_new_privs, no capabilities, not root).
+func (j *job) hardeningChecks() []runs.Check {
+	var checks []runs.Check
+	for _, c := range j.sess.Containers {
+		role := c.Step.Role
+		if role == orchestrate.RoleGateway && j.o.squid() {
+			continue // Squid applies no in-process layer (a recorded degradation)
+		}
+		pol := j.hardenPolicy(role)
+		checks = append(checks, reportCheck(role, pol, j.meta.Hardening[role], c.ExitCode))
+		if ob, ok := j.meta.Observed[role]; ok {
+			checks = append(checks, observedCheck(role, ob))
+		}
+	}
+	return checks
+}
+
+func (j *job) hardenPolicy(role string) harden.Policy {
+	if role == orchestrate.RoleAgent && j.o.workload == orchestrate.WorkloadProbe {
+		return j.profile.Probe().Harden
+	}
+	return j.profile.Containers[role].Harden
+}
+
+// reportCheck: every required layer enforced in the role's report. A role
+// that wrote none fails, unless it never got far enough to write one and
+// the run already failed for that (it exited non-zero).
+func reportCheck(role string, pol harden.Policy, h runs.RoleHardening, exit *int) runs.Check {
+	c := runs.Check{Name: role + " hardening report lists every required layer"}
+	if h.Source == "" {
+		c.Detail = "no hardening report"
+		if exit != nil && *exit != 0 {
+			c.OK, c.Detail = true, fmt.Sprintf("no hardening report (the role exited with code %d)", *exit)
+		}
+		return c
+	}
+	enforced := map[string]bool{}
+	for _, l := range h.Layers {
+		enforced[l.Name] = enforced[l.Name] || l.Enforced
+	}
+	var missing []string
+	for _, l := range pol.RequiredLayers() {
+		if !enforced[l] {
+			missing = append(missing, l)
+		}
+	}
+	if len(missing) > 0 {
+		c.Detail = "required but not reported enforced: " + strings.Join(missing, ", ")
+		return c
+	}
+	c.OK, c.Detail = true, strings.Join(pol.RequiredLayers(), ", ")
+	return c
+}
+
+// observedCheck judges what the host read of the process. Two seccomp
+// filters at least: Docker's profile and the role's own.
+func observedCheck(role string, ob runs.Observation) runs.Check {
+	c := runs.Check{Name: role + " hardening seen from outside"}
+	if !ob.Seen {
+		c.OK, c.Detail = true, ob.Detail
+		return c
+	}
+	var bad []string
+	if ob.Seccomp != 2 || ob.SeccompFilters < 2 {
+		bad = append(bad, fmt.Sprintf("seccomp mode %d with %d filter(s), want mode 2 with 2 or more", ob.Seccomp, ob.SeccompFilters))
+	}
+	if !ob.NoNewPrivs {
+		bad = append(bad, "no_new_privs not set")
+	}
+	if strings.Trim(ob.CapEff, "0") != "" {
+		bad = append(bad, "effective capabilities "+ob.CapEff)
+	}
+	if ob.UID == 0 {
+		bad = append(bad, "runs as root")
+	}
+	if len(bad) > 0 {
+		c.Detail = strings.Join(bad, "; ")
+		return c
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("seccomp filters %d, no_new_privs, no capabilities, uid %d", ob.SeccompFilters, ob.UID)
+	return c
+}
+
+// bridgeChecks: the host holds no IPv4 address on any internal network of
+// the run (dockerx.OptionInhibitIPv4), so nothing inside can reach a host
+// service through a gateway address.
+func (j *job) bridgeChecks() []runs.Check {
+	var checks []runs.Check
+	for _, n := range j.sess.Networks {
+		if !n.Internal {
+			continue
+		}
+		c := runs.Check{Name: "host has no address on " + n.Name}
+		addrs, err := dockerx.BridgeAddrs(n.ID)
+		switch {
+		case err != nil:
+			c.Detail = err.Error()
+		case len(addrs) > 0:
+			c.Detail = "the host holds " + strings.Join(addrs, ", ")
+		default:
+			c.OK, c.Detail = true, "no IPv4 address on the bridge"
+		}
+		checks = append(checks, c)
+	}
+	return checks
+}
+
+// finishObserving stores what the observer saw in the metadata.
+func (j *job) finishObserving() {
+	if j.obs == nil {
+		return
+	}
+	seen := j.obs.close()
+	j.obs = nil
+	if len(seen) == 0 {
+		return
+	}
+	j.meta.Observed = seen
+	roles := make([]string, 0, len(seen))
+	for r := range seen {
+		roles = append(roles, r)
+	}
+	slices.Sort(roles)
+	for _, r := range roles {
+		if ob := seen[r]; !ob.Seen && !j.o.quiet {
+			fmt.Fprintf(j.s.Err, "note: %s hardening %s\n", r, ob.Detail)
+		}
+	}
+}

@@ -1,0 +1,19 @@
+//go:build linux
+
+package harden
+
+import "slices"
+
+// RequiredLayers are the layers p asks for and does not accept as best
+// effort: a report that does not list each one as enforced is not a
+// hardened role. The host checks every role's report against this list,
+// since the report is written by the workload and may be forged.
+func (p Policy) RequiredLayers() []string {
+	layers := []string{LayerLandlockFS, LayerLandlockNet, LayerSyscallDeny}
+	for _, l := range p.seccompLayers() {
+		if l.on {
+			layers = append(layers, l.name)
+		}
+	}
+	return slices.DeleteFunc(layers, p.bestEffort)
+}
