@@ -228,7 +228,10 @@ func (s *Sidecar) CheckUpstream(ctx context.Context) (map[string]error, error) {
 	ctx, cancel := upstreamContext(ctx, s.cfg.UpstreamTimeout)
 	defer cancel()
 	_, problems, err := s.up.session(ctx)
-	return problems, err
+	if err != nil {
+		return nil, s.up.explain(ctx, err)
+	}
+	return problems, nil
 }
 
 // Serve serves on ln until ctx is cancelled, then shuts down gracefully:

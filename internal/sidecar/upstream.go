@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -226,8 +227,16 @@ func (u *upstream) explain(ctx context.Context, err error) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return fmt.Errorf("upstream %s did not answer within %s: %w", u.endpoint, u.timeout, err)
 	}
+	var ua x509.UnknownAuthorityError
+	if errors.As(err, &ua) || strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		return fmt.Errorf("%w; the upstream's certificate is signed by an authority the sandbox does not trust: behind a TLS-inspecting proxy or with a private CA, set %s on the host to a PEM bundle that includes it", err, envCABundle)
+	}
 	return err
 }
+
+// envCABundle is the host variable (agent.EnvCABundle, read by the CLI)
+// naming the CA bundle the image trusts; the sidecar only names it.
+const envCABundle = "MCPSIDECAR_CA_BUNDLE"
 
 // session returns the live session, connecting and checking the tool list
 // first if there is none.
