@@ -137,6 +137,9 @@ func (b *builder) turn(line []byte, n int) error {
 
 func modelSummary(l turnLine) string {
 	s := fmt.Sprintf("turn %d: model %s", l.Turn, orDash(l.Model))
+	if !boolOr(l.OK, l.Error == "") {
+		return s + " request failed: " + orDash(l.Error)
+	}
 	if len(l.ToolsRequested) > 0 {
 		return s + " asked for " + strings.Join(l.ToolsRequested, ", ")
 	}
