@@ -16,7 +16,10 @@ import (
 	"encoding/json"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,6 +77,11 @@ func TestSidecarContainer(t *testing.T) {
 	if code := docker(t, "inspect", "-f", "{{.State.ExitCode}}", name); code != "0" {
 		logs, _ := dockerErr("logs", name)
 		t.Fatalf("exit code %s after SIGTERM, want 0; logs:\n%s", code, logs)
+	}
+	// The role tunes its collector at start (issue 19): the log says so.
+	logs, _ := exec.Command("docker", "logs", name).CombinedOutput() // the role logs to stderr
+	if !strings.Contains(string(logs), `"gc_percent":`+strconv.Itoa(sidecar.GCPercent)) {
+		t.Errorf("the sidecar's start-up log lacks gc_percent %d:\n%s", sidecar.GCPercent, logs)
 	}
 	recs := scReadAudit(t, filepath.Join(out, sidecar.AuditFileName))
 	if len(recs) != calls+2 {
