@@ -71,16 +71,30 @@ func TestHardenOuterSeccompProfile(t *testing.T) {
 	prof := hdProfile(t)
 	agent := prof.Containers[spec.RoleAgent]
 	image := hdImage(t, Binary(t))
-	actions := []string{harden.ActPtrace, harden.ActUnshareUser, harden.ActMount, harden.ActKeyctl, harden.ActIOUring}
+	actions := []string{harden.ActPtrace, harden.ActUnshareUser, harden.ActMount, harden.ActKeyctl, harden.ActIOUring,
+		harden.ActChmodSetuid, harden.ActFchmodSetuid, harden.ActCreateSetuid, harden.ActTFOSendto, harden.ActTFOConnect}
+	args := map[string]string{
+		harden.ActChmodSetuid: spec.OutputDir, harden.ActFchmodSetuid: spec.OutputDir,
+		harden.ActCreateSetuid: spec.OutputDir, harden.ActTFOSendto: "127.0.0.1:9",
+	}
+	// Unconfined, the setuid bits are set, and TCP Fast Open fails for
+	// want of the client sysctl (EOPNOTSUPP, or ECONNREFUSED from the
+	// closed port): "error", not "denied".
 	tests := []struct {
 		name    string
 		seccomp []byte // nil: unconfined
 		want    map[string]string
 	}{
-		{"spec profile", prof.SeccompProfile, map[string]string{}},
+		{"spec profile", prof.SeccompProfile, map[string]string{
+			// This format cannot refuse setsockopt safely; the sysctl does.
+			harden.ActTFOConnect: harden.OutcomeError,
+		}},
 		{"unconfined control", nil, map[string]string{
 			harden.ActPtrace: harden.OutcomeOK, harden.ActUnshareUser: harden.OutcomeOK,
 			harden.ActKeyctl: harden.OutcomeOK, harden.ActIOUring: hdIOUringUnconfined(),
+			harden.ActChmodSetuid: harden.OutcomeOK, harden.ActFchmodSetuid: harden.OutcomeOK,
+			harden.ActCreateSetuid: harden.OutcomeOK, harden.ActTFOSendto: harden.OutcomeError,
+			harden.ActTFOConnect: harden.OutcomeError,
 		}},
 	}
 	for _, tt := range tests {
@@ -91,7 +105,7 @@ func TestHardenOuterSeccompProfile(t *testing.T) {
 				if !ok {
 					want = harden.OutcomeDenied
 				}
-				checks = append(checks, harden.Check{Name: a, Action: a, Want: want})
+				checks = append(checks, harden.Check{Name: a, Action: a, Arg: args[a], Want: want})
 			}
 			out := t.TempDir()
 			os.Chmod(out, 0o777)
@@ -150,6 +164,7 @@ func hdRoleChecks(p harden.Policy) []harden.Check {
 	for _, a := range []string{harden.ActPtrace, harden.ActUnshareUser, harden.ActMount, harden.ActKeyctl, harden.ActIOUring} {
 		checks = append(checks, c(a, a, "", harden.OutcomeDenied))
 	}
+	checks = append(checks, hdWaysOutChecks(p)...)
 	for _, port := range p.Landlock.ConnectTCP {
 		addr := "127.0.0.1:" + strconv.Itoa(int(port))
 		checks = append(checks, c("connect allowed "+addr, harden.ActConnect, addr, harden.OutcomeError))
@@ -157,6 +172,37 @@ func hdRoleChecks(p harden.Policy) []harden.Check {
 	for _, port := range p.Landlock.BindTCP {
 		addr := "127.0.0.1:" + strconv.Itoa(int(port))
 		checks = append(checks, c("bind allowed "+addr, harden.ActBind, addr, harden.OutcomeOK))
+	}
+	return checks
+}
+
+// hdWaysOutChecks are issue 12's ways out: TCP Fast Open past the connect
+// rule, setuid files in the output directory (a bind mount the host
+// keeps), raw, packet and ICMP sockets for every role; listening, UDP and
+// netlink as the role's policy says.
+func hdWaysOutChecks(p harden.Policy) []harden.Check {
+	c := func(name, action, arg, want string) harden.Check {
+		return harden.Check{Name: name, Action: action, Arg: arg, Want: want}
+	}
+	refusedIf := func(refused bool) string {
+		if refused {
+			return harden.OutcomeDenied
+		}
+		return harden.OutcomeOK
+	}
+	checks := []harden.Check{
+		c("TCP Fast Open to a port not in the policy", harden.ActTFOSendto, "127.0.0.1:9", harden.OutcomeDenied),
+		c("setsockopt TCP_FASTOPEN_CONNECT", harden.ActTFOConnect, "", harden.OutcomeDenied),
+		c("raw socket", harden.ActRawSocket, "", harden.OutcomeDenied),
+		c("packet socket", harden.ActPacketSocket, "", harden.OutcomeDenied),
+		c("ICMP ping socket", harden.ActPingSocket, "", harden.OutcomeDenied),
+		c("listen without bind", harden.ActListenUnbound, "", refusedIf(p.NoListen)),
+		c("UDP socket", harden.ActUDPSocket, "", refusedIf(p.NoUDP)),
+		c("netlink socket", harden.ActNetlink, "", refusedIf(p.NoNetlink)),
+	}
+	for _, a := range []string{harden.ActChmodSetuid, harden.ActChmodSetgid, harden.ActFchmodSetuid,
+		harden.ActFchmodat2Setuid, harden.ActCreateSetuid, harden.ActMknodSetuid} {
+		checks = append(checks, c(a+" in the output dir", a, spec.OutputDir, harden.OutcomeDenied))
 	}
 	return checks
 }
