@@ -66,7 +66,11 @@ func (o *observer) watch(role, reportPath string, pid int) {
 	}()
 }
 
-func observe(pid int) runs.Observation {
+func observe(initPid int) runs.Observation {
+	pid, err := dockerx.RoleProcess(initPid)
+	if err != nil {
+		return runs.Observation{Detail: "not observed: " + err.Error()}
+	}
 	st, err := dockerx.ReadProcStatus(pid)
 	if err != nil {
 		return runs.Observation{Detail: "not observed: " + err.Error()}
