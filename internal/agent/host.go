@@ -7,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,57 +26,80 @@ const (
 	MetadataFile = "run-metadata.json"
 )
 
+// HostError is a preflight failure with the one hint that applies to it,
+// for the CLI to print after the error.
+type HostError struct {
+	Err  error
+	Hint string
+}
+
+func (e *HostError) Error() string { return e.Err.Error() }
+func (e *HostError) Unwrap() error { return e.Err }
+
 // CheckHost is the host-side preflight for the openai_agents capability,
-// run before anything is created: OPENAI_API_KEY must be set, and the host
-// of OPENAI_BASE_URL (default OpenAI's) must be covered by allowedDomains
-// on a port the gateway allows, or the agent could never reach its model.
-// An IP-literal base URL is left to allowed_ip_addresses, which the gateway
-// checks; this function sees only the domain rules. The key's value never
+// run before anything is created: OPENAI_API_KEY must be set, and the
+// host and port of OPENAI_BASE_URL (default OpenAI's) must be allowed by
+// gw, the run's gateway policy, or the agent could never reach its model.
+// Each failure is a [HostError] whose hint names the exact fix: the
+// allowlist entry to add (with its port when not 80/443), or
+// host.docker.internal for a server on this machine. The key's value never
 // appears in an error.
-func CheckHost(allowedDomains []string, getenv func(string) string) error {
+func CheckHost(gw *netpolicy.Config, getenv func(string) string) error {
 	if getenv(EnvAPIKey) == "" {
-		return fmt.Errorf("%s is not set in the host environment; the openai_agents capability forwards it to the agent", EnvAPIKey)
+		return &HostError{fmt.Errorf("%s is not set in the host environment; the openai_agents capability forwards it to the agent", EnvAPIKey),
+			"export " + EnvAPIKey + " (any non-empty value for a local server that needs none), or check the sandbox without a model: mcpsidecar doctor"}
 	}
 	raw := firstOf(getenv(EnvBaseURL), DefaultBaseURL)
 	if err := checkHTTPURL(raw); err != nil {
-		return fmt.Errorf("%s: %w", EnvBaseURL, err)
+		return &HostError{fmt.Errorf("%s: %w", EnvBaseURL, err), "set " + EnvBaseURL + " to the server's /v1 URL, e.g. https://api.openai.com/v1 or http://host.docker.internal:11434/v1"}
 	}
 	u, _ := url.Parse(raw)
-	if err := checkPort(u); err != nil {
-		return err
-	}
-	host := u.Hostname()
-	if _, err := netip.ParseAddr(host); err == nil {
-		return nil
-	}
-	pol, err := netpolicy.Compile(netpolicy.NewConfig(allowedDomains, nil))
+	port, err := urlPort(u)
 	if err != nil {
-		return fmt.Errorf("compiling allowed_domains: %w", err)
+		return &HostError{fmt.Errorf("%s: %w", EnvBaseURL, err), ""}
 	}
-	if _, ok := pol.MatchName(host); !ok {
-		return fmt.Errorf("%s host %q is not covered by allowed_domains: add %q to allowed_domains in the spec", EnvBaseURL, host, strings.ToLower(host))
+	if isLoopback(u.Hostname()) {
+		return &HostError{fmt.Errorf("%s host %q is the agent's own container, not this machine", EnvBaseURL, u.Hostname()),
+			fmt.Sprintf("for a server on this machine use %s://%s/v1 and add %q to allowed_domains; it must listen on an address the Docker bridge reaches (e.g. OLLAMA_HOST=0.0.0.0)",
+				u.Scheme, net.JoinHostPort(netpolicy.HostGateway, strconv.Itoa(int(port))), net.JoinHostPort(netpolicy.HostGateway, strconv.Itoa(int(port))))}
+	}
+	if gw == nil {
+		return &HostError{fmt.Errorf("the spec has no egress gateway, so the agent cannot reach %s", displayHost(u)), "add the network capability to the spec"}
+	}
+	pol, err := netpolicy.Compile(*gw)
+	if err != nil {
+		return &HostError{fmt.Errorf("compiling the gateway policy: %w", err), ""}
+	}
+	if _, ok := pol.Allows(u.Hostname(), port, u.Scheme == "https"); !ok {
+		return &HostError{fmt.Errorf("%s %s: the spec does not allow %s on port %d", EnvBaseURL, raw, u.Hostname(), port),
+			"add " + specEntry(u) + " in the spec"}
 	}
 	return nil
 }
 
-// checkPort refuses a base URL on a port the gateway never opens.
-func checkPort(u *url.URL) error {
-	ports, def := netpolicy.DefaultHTTPPorts, uint16(80)
-	if u.Scheme == "https" {
-		ports, def = netpolicy.DefaultConnectPorts, 443
-	}
-	port := def
-	if p := u.Port(); p != "" {
-		n, err := strconv.ParseUint(p, 10, 16)
-		if err != nil {
-			return fmt.Errorf("%s: port %q: %w", EnvBaseURL, p, err)
+// urlPort is u's port, or its scheme's default.
+func urlPort(u *url.URL) (uint16, error) {
+	if u.Port() == "" {
+		if u.Scheme == "https" {
+			return 443, nil
 		}
-		port = uint16(n)
+		return 80, nil
 	}
-	if !slices.Contains(ports, port) {
-		return fmt.Errorf("%s: port %d: the egress gateway lets %s reach only ports %v", EnvBaseURL, port, u.Scheme, ports)
+	p, err := netpolicy.ParsePort(u.Port())
+	if err != nil {
+		return 0, fmt.Errorf("port %q: %w", u.Port(), err)
 	}
-	return nil
+	return p, nil
+}
+
+// isLoopback: a name or address that, inside the agent's container,
+// means the container itself.
+func isLoopback(host string) bool {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.IsLoopback() || a.IsUnspecified()
+	}
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	return h == "localhost" || strings.HasSuffix(h, ".localhost") || h == "ip6-localhost" || h == "ip6-loopback"
 }
 
 // RunCheck is the verdict of an agent run, one row per condition.

@@ -1,52 +1,74 @@
 package agent
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
 
 func TestCheckHost(t *testing.T) {
 	seed := []string{".example.com", ".gov.uk", ".microsoft.com", ".openai.com"}
 	tests := []struct {
-		name    string
-		domains []string
-		env     map[string]string
-		wantErr string // "" = accepted
+		name     string
+		domains  []string
+		ips      []string
+		env      map[string]string
+		wantErr  string // "" = accepted
+		wantHint string
 	}{
-		{"default base URL covered", seed, map[string]string{EnvAPIKey: "k"}, ""},
-		{"fixture host covered", []string{"fake-model.e2e.test"}, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://fake-model.e2e.test/v1"}, ""},
-		{"subdomain rule", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://eu.api.openai.com/v1"}, ""},
-		{"IP literal left to the gateway", nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://192.0.2.7/v1"}, ""},
-		{"missing key", seed, map[string]string{}, "OPENAI_API_KEY is not set"},
-		{"host not covered", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://llm.internal.example.net/v1"}, `add "llm.internal.example.net" to allowed_domains`},
-		{"default not covered", []string{".example.com"}, map[string]string{EnvAPIKey: "k"}, `add "api.openai.com"`},
-		{"not a URL", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "api.openai.com/v1"}, "not an absolute http or https URL"},
-		{"ftp scheme", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "ftp://api.openai.com/v1"}, "not an absolute http or https URL"},
-		{"port the gateway never opens", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://ollama.example.com:11434/v1"}, "port 11434"},
-		{"https on 80", seed, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://api.openai.com:80/v1"}, "port 80"},
-		{"bad allowlist", []string{"com"}, map[string]string{EnvAPIKey: "k"}, "compiling allowed_domains"},
+		{"default base URL covered", seed, nil, map[string]string{EnvAPIKey: "k"}, "", ""},
+		{"fixture host covered", []string{"fake-model.e2e.test"}, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://fake-model.e2e.test/v1"}, "", ""},
+		{"subdomain rule", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://eu.api.openai.com/v1"}, "", ""},
+		{"a port entry", []string{"models.lan:11434"}, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://models.lan:11434/v1"}, "", ""},
+		{"the Docker host", []string{"host.docker.internal:11434"}, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://host.docker.internal:11434/v1"}, "", ""},
+		{"an IP entry with a port", nil, []string{"192.168.1.20:8000"}, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://192.168.1.20:8000/v1"}, "", ""},
+		{"missing key", seed, nil, map[string]string{}, "OPENAI_API_KEY is not set", "export OPENAI_API_KEY"},
+		{"host not covered", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://llm.internal.example.net/v1"},
+			"does not allow llm.internal.example.net on port 443", `add "llm.internal.example.net" to allowed_domains in the spec`},
+		{"default not covered", []string{".example.com"}, nil, map[string]string{EnvAPIKey: "k"}, "api.openai.com", `add "api.openai.com" to allowed_domains`},
+		{"not a URL", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "api.openai.com/v1"}, "not an absolute http or https URL", "set OPENAI_BASE_URL to the server's /v1 URL"},
+		{"ftp scheme", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "ftp://api.openai.com/v1"}, "not an absolute http or https URL", "set OPENAI_BASE_URL"},
+		{"a port the entry does not name", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://ollama.example.com:11434/v1"},
+			"on port 11434", `add "ollama.example.com:11434" to allowed_domains in the spec`},
+		{"https on 80", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "https://api.openai.com:80/v1"}, "on port 80", `add "api.openai.com:80" to allowed_domains`},
+		{"an IP not covered", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://192.168.1.20:8000/v1"}, "192.168.1.20 on port 8000", `add "192.168.1.20:8000" to allowed_ip_addresses`},
+		{"localhost", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://localhost:11434/v1"}, `host "localhost" is the agent's own container`,
+			`use http://host.docker.internal:11434/v1 and add "host.docker.internal:11434" to allowed_domains`},
+		{"127.0.0.1", seed, nil, map[string]string{EnvAPIKey: "k", EnvBaseURL: "http://127.0.0.1:8080/v1"}, "own container", `"host.docker.internal:8080"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckHost(tt.domains, func(k string) string { return tt.env[k] })
+			cfg := netpolicy.NewConfig(tt.domains, tt.ips)
+			err := CheckHost(&cfg, func(k string) string { return tt.env[k] })
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("CheckHost: %v, want nil", err)
 				}
 				return
 			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("CheckHost error = %v, want one containing %q", err, tt.wantErr)
+			var he *HostError
+			if !errors.As(err, &he) || !strings.Contains(err.Error(), tt.wantErr) || !strings.Contains(he.Hint, tt.wantHint) {
+				t.Fatalf("CheckHost error = %v (hint %q), want one containing %q with a hint containing %q", err, hintOf(err), tt.wantErr, tt.wantHint)
 			}
-			if k := tt.env[EnvAPIKey]; k != "" && strings.Contains(err.Error(), "="+k) {
-				t.Errorf("error %q shows the key", err)
+			if tt.env[EnvAPIKey] != "" && strings.Contains(he.Hint, EnvAPIKey) {
+				t.Errorf("hint %q repeats the key hint although the key is set", he.Hint)
 			}
 		})
 	}
+}
+
+func hintOf(err error) string {
+	var he *HostError
+	if errors.As(err, &he) {
+		return he.Hint
+	}
+	return ""
 }
 
 const (

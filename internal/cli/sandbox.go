@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -168,12 +169,12 @@ func (j *job) checkHost() error {
 	if j.o.workload != orchestrate.WorkloadAgent || !j.spec.Has(spec.CapOpenAIAgents) {
 		return nil
 	}
-	var domains []string
-	if j.profile.Gateway != nil {
-		domains = j.profile.Gateway.AllowedDomains
-	}
-	if err := checkAgentHost(domains, j.getenv); err != nil {
-		return withHint(ExitUnavailable, err, "export OPENAI_API_KEY (and OPENAI_BASE_URL for another endpoint), or try: mcpsidecar doctor")
+	if err := checkAgentHost(j.profile.Gateway, j.getenv); err != nil {
+		hint := "" // only the hint that applies to this failure (issue 13)
+		if he := (*agent.HostError)(nil); errors.As(err, &he) {
+			hint = he.Hint
+		}
+		return withHint(ExitUnavailable, err, hint)
 	}
 	return nil
 }
