@@ -131,6 +131,9 @@ func specCheck(s Streams, o specOptions) error {
 	if err != nil {
 		return invalidSpec(s, err, true)
 	}
+	for _, w := range p.Spec.Warnings {
+		fmt.Fprintf(s.Err, "warning: %s\n", w.String())
+	}
 	_, err = fmt.Fprintf(s.Out, "%s: ok (capabilities: %s; containers: %s)\n",
 		p.Spec.Source, orNone(p.Capabilities), strings.Join(p.Roles, ", "))
 	return err
@@ -140,13 +143,17 @@ func specCheck(s Streams, o specOptions) error {
 type checkResult struct {
 	OK       bool           `json:"ok"`
 	Problems []spec.Problem `json:"problems"`
+	Warnings []spec.Problem `json:"warnings"`
 }
 
 // specCheckJSON reports the verdict on stdout as JSON; the exit code is
 // the same as without --json.
 func specCheckJSON(s Streams, o specOptions) error {
-	_, err := loadProfile(o.path)
-	res := checkResult{OK: err == nil, Problems: []spec.Problem{}}
+	p, err := loadProfile(o.path)
+	res := checkResult{OK: err == nil, Problems: []spec.Problem{}, Warnings: []spec.Problem{}}
+	if p != nil {
+		res.Warnings = append(res.Warnings, p.Spec.Warnings...)
+	}
 	var probs *spec.Problems
 	if errors.As(err, &probs) {
 		res.Problems = probs.List

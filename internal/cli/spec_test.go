@@ -195,3 +195,18 @@ func TestSpecResolveRefusesLinks(t *testing.T) {
 		t.Fatalf("link target overwritten: %q", b)
 	}
 }
+
+// A network written with host bits is accepted as the seed accepted it,
+// normalised, and said as a warning (text and JSON).
+func TestSpecCheckWarnsHostBits(t *testing.T) {
+	path := writeSpec(t, "schema_version = 1\ncapabilities = [\"network\"]\nallowed_ip_addresses = [\"10.1.2.3/8\"]\n")
+	code, out, errs := runCLI(t, "spec", "check", "--spec", path)
+	if code != ExitOK || !strings.Contains(out, ": ok") || !strings.Contains(errs, "warning: ") || !strings.Contains(errs, "10.0.0.0/8") {
+		t.Fatalf("spec check = %d\nstdout %s\nstderr %s", code, out, errs)
+	}
+	code, out, _ = runCLI(t, "spec", "check", "--json", "--spec", path)
+	var res checkResult
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != ExitOK || !res.OK || len(res.Warnings) != 1 {
+		t.Fatalf("spec check --json = %d %+v (%v)", code, res, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
@@ -96,6 +97,7 @@ func (p *Profile) finishContainers() error {
 		}
 		c.Env[EnvHardenPolicy] = string(hp)
 		if role == RoleGateway {
+			reachHostGateway(&c, p.Gateway)
 			gp, err := json.Marshal(p.Gateway)
 			if err != nil {
 				return fmt.Errorf("encoding gateway policy: %w", err)
@@ -105,6 +107,28 @@ func (p *Profile) finishContainers() error {
 		p.Containers[role] = c
 	}
 	return nil
+}
+
+// reachHostGateway gives the gateway, and only the gateway, the Docker
+// host's address for netpolicy.HostGateway when an allowlist entry names
+// it with a port ("host.docker.internal:11434"); every other container
+// keeps the name black-holed, and the gateway dials the host on the
+// entry's port alone.
+func reachHostGateway(c *Container, cfg *netpolicy.Config) {
+	named := false
+	for _, d := range cfg.AllowedDomains {
+		if name, _, _ := strings.Cut(d, ":"); name == netpolicy.HostGateway {
+			named = true
+		}
+	}
+	if !named {
+		return
+	}
+	for i, h := range c.ExtraHosts {
+		if strings.HasPrefix(h, netpolicy.HostGateway+":") {
+			c.ExtraHosts[i] = netpolicy.HostGateway + ":host-gateway"
+		}
+	}
 }
 
 // Probe is the agent's container running the probe suite instead of the

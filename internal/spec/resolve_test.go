@@ -194,3 +194,33 @@ func TestLedgerNamesEveryCapability(t *testing.T) {
 		t.Errorf("no capabilities, but ledger %v", none.Ledger)
 	}
 }
+
+// Only the gateway, and only with an entry naming a port, gets the Docker
+// host's address for host.docker.internal; the others keep it black-holed.
+func TestHostGatewayOnlyForTheGateway(t *testing.T) {
+	for _, tt := range []struct {
+		domains string
+		want    string
+	}{
+		{`["host.docker.internal:11434"]`, "host.docker.internal:host-gateway"},
+		{`["models.lan:11434"]`, "host.docker.internal:0.0.0.0"},
+	} {
+		s, err := Load("t.toml", []byte("schema_version = 1\ncapabilities = [\"network\"]\nallowed_domains = "+tt.domains+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for role, c := range p.Containers {
+			want := "host.docker.internal:0.0.0.0"
+			if role == RoleGateway {
+				want = tt.want
+			}
+			if !slices.Contains(c.ExtraHosts, want) {
+				t.Errorf("%s with %s: ExtraHosts %v, want %s", role, tt.domains, c.ExtraHosts, want)
+			}
+		}
+	}
+}
