@@ -67,16 +67,20 @@ func isToolCall(r *http.Request) bool {
 // call fails with an error naming the status and that host, and its audit
 // record says so (issue 12 item 6).
 func TestUpstreamRedirectRefused(t *testing.T) {
+	search := map[string]any{"query": "secret-ish argument"}
 	tests := []struct {
 		name     string
 		status   int
 		redirect func(*http.Request) bool
+		tool     string
+		args     map[string]any
 	}{
-		{"302 at session start", http.StatusFound, always},
-		{"307 at session start", http.StatusTemporaryRedirect, always},
-		{"308 on the call", http.StatusPermanentRedirect, isToolCall},
-		{"301 on the call", http.StatusMovedPermanently, isToolCall},
-		{"303 on the call", http.StatusSeeOther, isToolCall},
+		{"302 at session start", http.StatusFound, always, learn.ToolDocsSearch, search},
+		{"307 at session start", http.StatusTemporaryRedirect, always, learn.ToolDocsSearch, search},
+		{"308 on the call", http.StatusPermanentRedirect, isToolCall, learn.ToolDocsSearch, search},
+		{"301 on the call", http.StatusMovedPermanently, isToolCall, learn.ToolCodeSampleSearch, search},
+		{"303 on the call", http.StatusSeeOther, isToolCall, learn.ToolDocsSearch, search},
+		{"307 on a fetch", http.StatusTemporaryRedirect, isToolCall, learn.ToolDocsFetch, map[string]any{"url": "https://127.0.0.1/dotnet/"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +92,7 @@ func TestUpstreamRedirectRefused(t *testing.T) {
 			ts := startSidecar(t, Config{UpstreamURL: up.URL + "/mcp"})
 			cs := connect(t, ts.URL, "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
 
-			got, isErr := callText(t, cs, learn.ToolDocsSearch, map[string]any{"query": "secret-ish argument"})
+			got, isErr := callText(t, cs, tc.tool, tc.args)
 			targetHost := strings.TrimPrefix(target.URL, "http://")
 			for _, want := range []string{"redirect", "HTTP " + strconv.Itoa(tc.status), targetHost} {
 				if !isErr || !strings.Contains(got, want) {
@@ -111,9 +115,9 @@ func TestUpstreamRedirectRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			recs := readAudit(t, ts.AuditPath)
-			if len(recs) != 1 || recs[0].OK || recs[0].Name != learn.ToolDocsSearch ||
+			if len(recs) != 1 || recs[0].OK || recs[0].Name != tc.tool ||
 				!strings.Contains(recs[0].Error, strconv.Itoa(tc.status)) || !strings.Contains(recs[0].Error, targetHost) {
-				t.Fatalf("audit = %+v, want one failed %s record naming %d and %s", recs, learn.ToolDocsSearch, tc.status, targetHost)
+				t.Fatalf("audit = %+v, want one failed %s record naming %d and %s", recs, tc.tool, tc.status, targetHost)
 			}
 		})
 	}
@@ -165,5 +169,42 @@ func TestRedirectErrorText(t *testing.T) {
 		if got := redirectError(resp).Error(); got != tc.want {
 			t.Errorf("Location %q: got %q, want %q", tc.loc, got, tc.want)
 		}
+	}
+}
+
+// TestUpstreamReconnectFollowsNoRedirect: the upstream restarts (it forgets
+// the session, so the call's retry reconnects) and answers the reconnect
+// with a redirect; the reconnect is refused like any other request and the
+// target sees nothing.
+func TestUpstreamReconnectFollowsNoRedirect(t *testing.T) {
+	hits, target := countingServer(t)
+	var restarted atomic.Bool
+	before, after := learnfake.New(learnfake.Options{}), learnfake.New(learnfake.Options{})
+	rd := &redirector{status: http.StatusTemporaryRedirect, target: target.URL, redirect: func(r *http.Request) bool {
+		return restarted.Load() && !isToolCall(r)
+	}}
+	rd.next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if restarted.Load() {
+			after.Handler().ServeHTTP(w, r) // does not know the old session: 404
+			return
+		}
+		before.Handler().ServeHTTP(w, r)
+	})
+	up := httptest.NewServer(rd)
+	t.Cleanup(up.Close)
+	ts := startSidecar(t, Config{UpstreamURL: up.URL + "/mcp"})
+	cs := connect(t, ts.URL, "")
+	args := map[string]any{"query": "HttpClient"}
+	if got, isErr := callText(t, cs, learn.ToolDocsSearch, args); isErr {
+		t.Fatalf("first call: %q, want the canned result", got)
+	}
+	restarted.Store(true)
+	got, isErr := callText(t, cs, learn.ToolDocsSearch, args)
+	if !isErr || !strings.Contains(got, "connecting to upstream") || !strings.Contains(got, "redirect") ||
+		!strings.Contains(got, strings.TrimPrefix(target.URL, "http://")) {
+		t.Fatalf("call after the restart = %q (isError %v), want a redirect refused at reconnect", got, isErr)
+	}
+	if n := hits.Load(); n != 0 {
+		t.Errorf("the redirect target received %d requests, want 0", n)
 	}
 }
