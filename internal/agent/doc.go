@@ -18,6 +18,14 @@
 //	MCPSIDECAR_ENGINE_VERSION  Docker Engine version (--check: before 25,
 //	                         --internal networks have a default route)
 //
+// Toward the model it keeps the Chat Completions contract as OpenAI
+// enforces it (every MCP tool offered as a function definition the API
+// accepts), takes tool calls the way robust agent frameworks do (unknown
+// keys dropped, a wrong call answered with what was wrong, a bounded budget
+// of refused and repeated calls), and reports model errors in the
+// service's or the gateway's own words; every step is a line of
+// agent-turns.jsonl.
+//
 // What it must not do: execute anything the model says (the model can only
 // pick one of a fixed set of tools, whose arguments are checked), write
 // outside the output directory, or record the API key anywhere. It does not

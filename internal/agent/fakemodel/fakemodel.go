@@ -3,8 +3,11 @@
 // fixture. It plays the agent's task like a well-behaved model, or one of the
 // misbehaviours the agent must survive ([Behaviour]). It decides each reply
 // from the conversation it is sent, so it keeps no per-run state apart from
-// the flaky counter. It is for tests only: it must never dial out and never
-// be offered as a model.
+// the flaky counter. Before anything else it checks each request against
+// what OpenAI's service refuses ([chatcontract.Validate]) and answers a
+// refusal as the service does (400, its error shape), so no test passes
+// with a request the real service would reject. It is for tests only: it
+// must never dial out and never be offered as a model.
 package fakemodel
 
 import (
