@@ -208,37 +208,6 @@ func labelFilters(labels map[string]string) client.Filters {
 	return f
 }
 
-// CreateNetwork creates a bridge network.
-func (c *Client) CreateNetwork(ctx context.Context, n NetworkSpec) (string, error) {
-	res, err := c.api.NetworkCreate(ctx, n.Name, client.NetworkCreateOptions{Driver: "bridge", Internal: n.Internal, Labels: n.Labels, Options: n.Options})
-	if err != nil {
-		return "", fmt.Errorf("creating network %s: %w", n.Name, err)
-	}
-	return res.ID, nil
-}
-
-// RemoveNetwork removes a network; one already gone is not an error.
-func (c *Client) RemoveNetwork(ctx context.Context, id string) error {
-	_, err := c.api.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
-	if err != nil && !IsNotFound(err) {
-		return fmt.Errorf("removing network %s: %w", id, err)
-	}
-	return nil
-}
-
-// ListNetworks lists networks carrying labels.
-func (c *Client) ListNetworks(ctx context.Context, labels map[string]string) ([]Resource, error) {
-	res, err := c.api.NetworkList(ctx, client.NetworkListOptions{Filters: labelFilters(labels)})
-	if err != nil {
-		return nil, fmt.Errorf("listing networks: %w", err)
-	}
-	out := make([]Resource, 0, len(res.Items))
-	for _, it := range res.Items {
-		out = append(out, Resource{ID: it.ID, Name: it.Name, Labels: it.Labels})
-	}
-	return out, nil
-}
-
 // PeakMemory follows the container's stats stream. On cgroup v1 the engine
 // reports max_usage (the kernel's own peak); on v2 only the current usage,
 // so the highest sample is kept. The engine samples once a second, so a

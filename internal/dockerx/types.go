@@ -15,6 +15,12 @@ type NetworkSpec struct {
 	Labels   map[string]string `json:"labels"`
 	// Options are the bridge driver's options, e.g. OptionInhibitIPv4.
 	Options map[string]string `json:"options,omitempty"`
+	// Subnet (CIDR) and Gateway (an address in it) are the network's IPv4
+	// addresses; empty leaves the choice to the engine's default pools.
+	// The engine reserves Gateway even when OptionInhibitIPv4 keeps the
+	// host from taking it.
+	Subnet  string `json:"subnet,omitempty"`
+	Gateway string `json:"gateway,omitempty"`
 }
 
 // OptionInhibitIPv4 keeps the host from taking an IPv4 address on a bridge
@@ -105,6 +111,8 @@ type Resource struct {
 	ID     string            `json:"id"`
 	Name   string            `json:"name"`
 	Labels map[string]string `json:"labels"`
+	// Subnets are a network's address ranges (CIDR); none for containers.
+	Subnets []string `json:"subnets,omitempty"`
 }
 
 // ContainerState is what the harness needs to know about a container.
