@@ -29,6 +29,7 @@ const (
 	FieldDurationMS    = "duration_ms"
 	FieldCorrelationID = "correlation_id"
 	FieldError         = "error"
+	FieldCredential    = "credential"
 )
 
 // Values of [Decision.Decision].
@@ -55,6 +56,10 @@ type Decision struct {
 	DurationMS    float64   `json:"duration_ms"`     // arrival to end of tunnel or response
 	CorrelationID string    `json:"correlation_id"`  // trace-id of the request's traceparent
 	Error         string    `json:"error,omitempty"` // an allowed request that failed upstream
+	// Credential is [CredentialInjected] when the gateway added a held
+	// credential to the request, [CredentialRefused] when a request for
+	// a credential's host was refused; never the value.
+	Credential string `json:"credential,omitempty"`
 }
 
 // DecisionLog writes [Decision] lines, one Write call each, so a line is

@@ -152,6 +152,9 @@ func (g *Gateway) checkForward(r *http.Request, d *Decision) (*target, *denial) 
 	if dn != nil {
 		return nil, dn
 	}
+	if g.carriesPlaceholder(r.Header) {
+		return nil, deny(http.StatusForbidden, "the request carries the run's credential placeholder, which is sent only to the credential listener and from there only to the credential's own host")
+	}
 	if up := upgradeRequested(r.Header); up != "" {
 		return nil, deny(http.StatusForbidden, "protocol upgrade %q is refused: an upgraded connection is a raw two-way tunnel, which plain HTTP must not open (use CONNECT to an allowed port)", truncate(up, 64))
 	}

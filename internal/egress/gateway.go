@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,6 +48,9 @@ type Options struct {
 	RunID    string            // copied into every decision line
 	Limits   Limits            // zero fields take DefaultLimits
 	Logger   *slog.Logger      // operational errors; nil: discarded
+	// Injection, when set, makes the gateway hold credentials and serve
+	// the credential listener ([Gateway.ServeCredentials]).
+	Injection *Injection
 }
 
 // Gateway is the egress proxy. Serve it with [Gateway.Serve]; stop it
@@ -61,6 +65,10 @@ type Gateway struct {
 	slots    chan struct{}
 	srv      *http.Server
 	fwd      http.Handler
+	// inject and injectSrv are the credential listener's; nil without
+	// an [Injection].
+	inject    *Injection
+	injectSrv *http.Server
 	// dial connects to one checked address; tests replace it so that no
 	// packet leaves the machine.
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -97,6 +105,14 @@ func New(opts Options) (*Gateway, error) {
 	d := &net.Dialer{Timeout: g.limits.DialTimeout, ControlContext: g.control}
 	g.dial = d.DialContext
 	g.fwd = g.newForwarder()
+	if opts.Injection != nil {
+		in := *opts.Injection
+		in.Credentials = slices.Clone(in.Credentials)
+		if err := in.validate(); err != nil {
+			return nil, err
+		}
+		g.inject = &in
+	}
 	g.srv = &http.Server{
 		Handler:           g,
 		MaxHeaderBytes:    g.limits.MaxHeaderBytes,
@@ -105,6 +121,9 @@ func New(opts Options) (*Gateway, error) {
 		IdleTimeout:       g.limits.ReadHeaderTimeout,
 		ConnContext:       rawHeaderContext,
 		ErrorLog:          slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn),
+	}
+	if g.inject != nil {
+		g.injectSrv = g.newInjector(g.inject)
 	}
 	return g, nil
 }
@@ -153,6 +172,12 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	err := g.srv.Shutdown(ctx)
 	if err != nil {
 		g.srv.Close()
+	}
+	if g.injectSrv != nil {
+		if ierr := g.injectSrv.Shutdown(ctx); ierr != nil {
+			g.injectSrv.Close()
+			err = errors.Join(err, ierr)
+		}
 	}
 	done := make(chan struct{})
 	go func() { g.wg.Wait(); close(done) }()

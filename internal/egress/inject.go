@@ -1,0 +1,341 @@
+package egress
+
+import (
+	"context"
+	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+// The credential listener holds secrets at the boundary. The threat it
+// answers: a workload that can read its own environment (a prompt
+// injection is enough) can send a real API key anywhere the allowlist
+// reaches, or print it into an answer. So the workload holds only a
+// per-run placeholder; it sends its requests in origin form to the
+// gateway's second port, naming the upstream in the first path segment:
+//
+//	POST http://egress-gateway:3129/api.openai.com/v1/chat/completions
+//	Authorization: Bearer <placeholder>
+//
+// and the gateway, when the placeholder is the run's, replaces the header
+// with the real credential of that host (and of no other) and forwards the
+// request through the same checks as every other egress: name before
+// lookup, every resolved address classified, the checked address dialed.
+
+// CredentialPlaceholderToken is what [Credential.Format] holds where the
+// value goes ("Bearer {value}").
+const CredentialPlaceholderToken = "{value}"
+
+// Credential is one secret the gateway adds on the way out, to one host.
+type Credential struct {
+	Host   string // normalised name (or IP literal) it may be sent to
+	Port   uint16 // 0: the scheme's default
+	Scheme string // "https" (verified TLS) or "http" (only when the user's base URL says so)
+	Header string // the header it goes in (replaced, never appended)
+	Format string // the header's value, with [CredentialPlaceholderToken] where the value goes
+	Value  string // the secret; "" refuses every request for this host
+	Source string // where the value came from (a host variable name), for logs and errors
+}
+
+// Injection configures the credential listener.
+type Injection struct {
+	Credentials []Credential
+	// Placeholder is the run's stand-in for every credential's value; a
+	// request must carry it, formatted like the credential, to be served.
+	Placeholder string
+	// RootCAs verifies upstream TLS; nil: the system roots.
+	RootCAs *x509.CertPool
+}
+
+// Decision-line values of [Decision.Credential].
+const (
+	CredentialInjected = "injected"
+	CredentialRefused  = "refused"
+)
+
+func (c Credential) port() uint16 {
+	if c.Port != 0 {
+		return c.Port
+	}
+	p, _ := strconv.ParseUint(defaultPort(c.Scheme), 10, 16)
+	return uint16(p)
+}
+
+// authority is host:port as written in the listener's first path segment.
+func (c Credential) authority() string {
+	return net.JoinHostPort(c.Host, strconv.Itoa(int(c.port())))
+}
+
+func (c Credential) format(v string) string {
+	return strings.ReplaceAll(c.Format, CredentialPlaceholderToken, v)
+}
+
+// validate checks an injection before the gateway serves it: a
+// credential that could never be matched, or be sent in clear by
+// accident, is a configuration error.
+func (in *Injection) validate() error {
+	if len(in.Placeholder) < 16 {
+		return errors.New("credential listener: the placeholder must be at least 16 characters")
+	}
+	seen := map[string]bool{}
+	for i, c := range in.Credentials {
+		h, err := netpolicy.NormalizeHost(c.Host)
+		switch {
+		case err != nil:
+			return fmt.Errorf("credential %d: host: %w", i, err)
+		case c.Scheme != "https" && c.Scheme != "http":
+			return fmt.Errorf("credential %d (%s): scheme %q: want https or http", i, h, c.Scheme)
+		case http.CanonicalHeaderKey(c.Header) == "" || strings.HasPrefix(http.CanonicalHeaderKey(c.Header), "Proxy-"):
+			return fmt.Errorf("credential %d (%s): header %q cannot carry a credential", i, h, c.Header)
+		case strings.Count(c.Format, CredentialPlaceholderToken) != 1:
+			return fmt.Errorf("credential %d (%s): format %q must hold %s exactly once", i, h, c.Format, CredentialPlaceholderToken)
+		}
+		in.Credentials[i].Host = h
+		if a := in.Credentials[i].authority(); seen[a] {
+			return fmt.Errorf("credential %d: a second credential for %s", i, a)
+		} else {
+			seen[a] = true
+		}
+	}
+	return nil
+}
+
+// newInjector builds the credential listener's proxy: like the forwarder,
+// its transport dials only the request's checked addresses, never
+// consults HTTP(S)_PROXY, verifies TLS and keeps no idle upstream
+// connection (each decision names the address it used); it flushes every
+// write at once, as model responses stream as server-sent events.
+func (g *Gateway) newInjector(in *Injection) *http.Server {
+	tr := &http.Transport{
+		Proxy:                  nil,
+		DialContext:            g.dialForward,
+		DisableKeepAlives:      true,
+		TLSHandshakeTimeout:    g.limits.DialTimeout,
+		MaxResponseHeaderBytes: 1 << 20,
+		TLSClientConfig:        &tls.Config{RootCAs: in.RootCAs, MinVersion: tls.VersionTLS12},
+		ForceAttemptHTTP2:      true,
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       rewriteInject,
+		Transport:     tr,
+		ErrorHandler:  g.forwardError,
+		FlushInterval: -1,
+	}
+	return &http.Server{
+		Handler:           &injector{g: g, in: in, rp: rp},
+		MaxHeaderBytes:    g.limits.MaxHeaderBytes,
+		ReadHeaderTimeout: g.limits.ReadHeaderTimeout,
+		IdleTimeout:       g.limits.IdleTimeout,
+		ErrorLog:          g.srv.ErrorLog,
+	}
+}
+
+// injector serves the credential listener.
+type injector struct {
+	g  *Gateway
+	in *Injection
+	rp *httputil.ReverseProxy
+}
+
+// injectState is one request's route through the proxy's Rewrite.
+type injectState struct {
+	forwardState
+	cred *Credential
+	out  *url.URL
+}
+
+type injectKey struct{}
+
+func (ij *injector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	g := ij.g
+	d := g.newDecision(r)
+	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(w, "ok\n")
+		return
+	}
+	g.wg.Add(1)
+	select {
+	case g.slots <- struct{}{}:
+	default:
+		g.wg.Done()
+		g.refuse(w, d, deny(http.StatusServiceUnavailable, "gateway at capacity: %d concurrent tunnels and requests", g.limits.MaxConcurrent))
+		return
+	}
+	defer func() { <-g.slots; g.wg.Done() }()
+	st, dn := ij.check(r, d)
+	if dn != nil {
+		if st != nil && st.cred != nil {
+			d.Credential = CredentialRefused
+		}
+		g.refuse(w, d, dn)
+		return
+	}
+	ij.forward(w, r, d, st)
+}
+
+// check finds the credential the request's first path segment names,
+// checks the placeholder, and authorizes the upstream like any egress.
+func (ij *injector) check(r *http.Request, d *Decision) (*injectState, *denial) {
+	if r.Method == http.MethodConnect || r.URL.IsAbs() {
+		return nil, deny(http.StatusBadRequest, "the credential listener takes origin-form requests: /HOST[:PORT]/path")
+	}
+	authority, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
+	d.Host = truncate(authority, 255)
+	cred, dn := ij.credentialFor(authority, d)
+	if dn != nil {
+		return nil, dn
+	}
+	st := &injectState{cred: cred}
+	if dn := ij.checkPlaceholder(r, cred); dn != nil {
+		return st, dn
+	}
+	if up := upgradeRequested(r.Header); up != "" {
+		return st, deny(http.StatusForbidden, "protocol upgrade %q is refused on the credential listener", truncate(up, 64))
+	}
+	t, dn := ij.g.authorize(r.Context(), d, cred.Scheme == "https", cred.Host, strconv.Itoa(int(cred.port())))
+	if dn != nil {
+		return st, dn
+	}
+	st.target = t
+	st.out = &url.URL{Scheme: cred.Scheme, Host: urlHost(cred.Host, portIfNotDefault(cred)), RawQuery: r.URL.RawQuery}
+	st.out.Path, _ = url.PathUnescape("/" + rest)
+	st.out.RawPath = "/" + rest
+	return st, nil
+}
+
+func portIfNotDefault(c *Credential) string {
+	if strconv.Itoa(int(c.port())) == defaultPort(c.Scheme) {
+		return ""
+	}
+	return strconv.Itoa(int(c.port()))
+}
+
+// credentialFor is the credential declared for authority ("host" or
+// "host:port"). Any other host is refused: a credential (and its
+// placeholder) goes to the host it names and to no other.
+func (ij *injector) credentialFor(authority string, d *Decision) (*Credential, *denial) {
+	host, port := authority, ""
+	if h, p, err := net.SplitHostPort(authority); err == nil {
+		host, port = h, p
+	}
+	name, err := netpolicy.NormalizeHost(host)
+	if err != nil {
+		return nil, deny(http.StatusNotFound, "the path must start with the upstream host: /HOST[:PORT]/path (%v)", err)
+	}
+	d.Host = name
+	for i := range ij.in.Credentials {
+		c := &ij.in.Credentials[i]
+		if c.Host == name && (port == "" || port == strconv.Itoa(int(c.port()))) {
+			d.Port = c.port()
+			return c, nil
+		}
+	}
+	d.Port = portNumber(port)
+	return nil, deny(http.StatusForbidden, "no credential is declared for %s: the run's placeholder is sent to no other host", truncate(authority, 255))
+}
+
+// checkPlaceholder accepts the request only when the credential's header
+// carries exactly the run's placeholder, formatted like the credential.
+// The comparison takes constant time: the threat is a workload guessing
+// the placeholder byte by byte from response timings (worthless outside
+// the run, but the only thing standing for the key inside it).
+func (ij *injector) checkPlaceholder(r *http.Request, c *Credential) *denial {
+	vs := r.Header.Values(c.Header)
+	if len(vs) == 0 {
+		return deny(http.StatusUnauthorized, "missing %s: the credential listener needs the run's placeholder", c.Header)
+	}
+	want := []byte(c.format(ij.in.Placeholder))
+	if len(vs) != 1 || subtle.ConstantTimeCompare([]byte(vs[0]), want) != 1 {
+		return deny(http.StatusForbidden, "%s does not carry the run's placeholder", c.Header)
+	}
+	if c.Value == "" {
+		return deny(http.StatusForbidden, "the credential for %s has no value (%s is not set on the host)", c.Host, c.Source)
+	}
+	return nil
+}
+
+func (ij *injector) forward(w http.ResponseWriter, r *http.Request, d *Decision, st *injectState) {
+	g := ij.g
+	ctx, cancel := context.WithTimeout(r.Context(), g.limits.MaxDuration)
+	defer cancel()
+	ctx = context.WithValue(ctx, forwardKey{}, &st.forwardState)
+	ctx = context.WithValue(ctx, injectKey{}, st)
+	body := &countingReader{r: r.Body}
+	r2 := r.WithContext(ctx)
+	if r.Body != nil && r.Body != http.NoBody {
+		r2.Body = body
+	}
+	cw := &countingWriter{ResponseWriter: w}
+	ij.rp.ServeHTTP(cw, r2)
+	d.Decision = Allow
+	d.Credential = CredentialInjected
+	d.Rule = joinRules(d.Rule, "credential:"+http.CanonicalHeaderKey(st.cred.Header)+"@"+st.cred.authority())
+	if st.dialed.IsValid() {
+		d.ResolvedIP = st.dialed.String()
+	}
+	d.BytesUp, d.BytesDown = body.n.Load(), cw.n.Load()
+	if st.err != nil {
+		d.Error = st.err.Error()
+	}
+	g.record(d)
+}
+
+// rewriteInject sends the request to the credential's host with the real
+// credential in its header (set, so a second value the client sent never
+// reaches the upstream beside it) and without any Proxy-* header.
+// ReverseProxy has already removed the hop-by-hop headers and those the
+// Connection header lists.
+func rewriteInject(pr *httputil.ProxyRequest) {
+	st, _ := pr.In.Context().Value(injectKey{}).(*injectState)
+	u := *st.out
+	pr.Out.URL = &u
+	pr.Out.Host = ""
+	for k := range pr.Out.Header {
+		if strings.HasPrefix(http.CanonicalHeaderKey(k), "Proxy-") {
+			delete(pr.Out.Header, k)
+		}
+	}
+	pr.Out.Header.Set(st.cred.Header, st.cred.format(st.cred.Value))
+}
+
+// ServeCredentials serves the credential listener on ln until
+// [Gateway.Shutdown]; it then returns nil. It refuses to serve without an
+// [Injection].
+func (g *Gateway) ServeCredentials(ln net.Listener) error {
+	if g.injectSrv == nil {
+		return errors.New("credential listener: the gateway holds no credentials")
+	}
+	err := g.injectSrv.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// carriesPlaceholder reports whether any header of r holds the run's
+// placeholder. The proxy port refuses such a request: the placeholder
+// goes to the credential listener, and to nowhere else.
+func (g *Gateway) carriesPlaceholder(h http.Header) bool {
+	if g.inject == nil {
+		return false
+	}
+	for _, vs := range h {
+		for _, v := range vs {
+			if strings.Contains(v, g.inject.Placeholder) {
+				return true
+			}
+		}
+	}
+	return false
+}
