@@ -1,7 +1,8 @@
 // Package harden is the only package that installs restrictions on a
 // process: the Landlock filesystem and network rules, the seccomp filter that
 // forbids process spawning (and Unix sockets, MPTCP, ptrace, namespaces,
-// mounts, keyrings, io_uring...), no_new_privs, and the Go runtime limits
+// mounts, keyrings, io_uring, TCP Fast Open, setuid modes, raw sockets;
+// listening, UDP and netlink where the role needs none), no_new_privs, and the Go runtime limits
 // matched to the container. A role applies its [Policy] with [Apply] before
 // it does any work, and writes the [Report] with [WriteReport]. A layer the
 // kernel cannot enforce is an [*UnavailableError] unless the policy accepts
