@@ -170,6 +170,26 @@ func TestWaysOutCanFail(t *testing.T) {
 	}
 }
 
+// closedPort returns a loopback port nothing listens on (it was just
+// released), so the tests do not depend on what the machine runs.
+func closedPort(t *testing.T, network string) int {
+	t.Helper()
+	if network == "udp" {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		return pc.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
 // TestHostTCPLoopback aims the TCP probe at a loopback "host address": a
 // listener is reached (Allowed) and a closed port's reset is Allowed too.
 func TestHostTCPLoopback(t *testing.T) {
@@ -189,19 +209,31 @@ func TestHostTCPLoopback(t *testing.T) {
 	}()
 	c := DefaultContext()
 	c.HostAddresses = []string{"127.0.0.1"}
-	c.GatewayURL = "http://egress-gateway:" + fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+	c.GatewayURL = fmt.Sprintf("http://egress-gateway:%d", l.Addr().(*net.TCPAddr).Port)
+	c.SidecarURL = fmt.Sprintf("http://mcp-sidecar:%d/mcp", closedPort(t, "tcp"))
 	r := hostTCP(context.Background(), c)
 	if r.Outcome != Allowed || !strings.Contains(r.Evidence, "connected") || !strings.Contains(r.Evidence, "reset") {
 		t.Errorf("got %v (%s), want a connection and a reset", r.Outcome, r.Evidence)
 	}
 }
 
-// TestHostUDPLoopback: a closed UDP port on the "host" answers with ICMP
-// port unreachable, which is Allowed.
-func TestHostUDPLoopback(t *testing.T) {
-	c := DefaultContext()
-	c.HostAddresses = []string{"127.0.0.1"}
-	if r := hostUDP(context.Background(), c); r.Outcome != Allowed {
-		t.Errorf("got %v (%s), want Allowed (port unreachable or an answer)", r.Outcome, r.Evidence)
+// TestUDPQueryLoopback: an answer and an ICMP port unreachable (a closed
+// port) are both the host answering.
+func TestUDPQueryLoopback(t *testing.T) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		buf := make([]byte, 512)
+		if n, from, err := pc.ReadFrom(buf); err == nil {
+			_, _ = pc.WriteTo(buf[:n], from)
+		}
+	}()
+	for _, target := range []string{pc.LocalAddr().String(), fmt.Sprintf("127.0.0.1:%d", closedPort(t, "udp"))} {
+		if o, note := udpQuery(context.Background(), target); o != Allowed {
+			t.Errorf("%s: got %v (%s), want Allowed", target, o, note)
+		}
 	}
 }
