@@ -2,7 +2,8 @@
 
 package e2e
 
-// The probe suite's figures (docs/PERFORMANCE.md, "Issue 8 — probe suite").
+// The probe suite's figures (docs/PERFORMANCE.md, "Issue 8 — probe suite" and
+// "Issue 12 — the proof").
 
 import (
 	"bufio"
