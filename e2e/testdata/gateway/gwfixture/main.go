@@ -1,7 +1,8 @@
 // Command gwfixture is the gateway end-to-end test's fixture, run in
 // containers on the test's own internal Docker networks:
 //
-//	gwfixture serve NAME          answer "fixture NAME" over HTTP on :80 and :443
+//	gwfixture serve NAME [PORT...] answer "fixture NAME" over HTTP on each
+//	                              PORT (default 80 and 443)
 //	gwfixture probe PROXY CASES   send each case through the proxy at PROXY
 //	                              (host:port) and print one JSON result a line
 //
@@ -45,7 +46,7 @@ func main() {
 	}
 	switch os.Args[1] {
 	case "serve":
-		serve(os.Args[2])
+		serve(os.Args[2], os.Args[3:])
 	case "probe":
 		if len(os.Args) != 4 {
 			fmt.Fprintln(os.Stderr, "usage: gwfixture probe PROXY CASES")
@@ -58,13 +59,16 @@ func main() {
 	}
 }
 
-func serve(name string) {
+func serve(name string, ports []string) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "fixture %s\n", name)
 	})
-	errc := make(chan error, 2)
-	for _, addr := range []string{":80", ":443"} {
-		srv := &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	if len(ports) == 0 {
+		ports = []string{"80", "443"}
+	}
+	errc := make(chan error, len(ports))
+	for _, port := range ports {
+		srv := &http.Server{Addr: ":" + port, Handler: h, ReadHeaderTimeout: 5 * time.Second}
 		go func() { errc <- srv.ListenAndServe() }()
 	}
 	fmt.Fprintln(os.Stderr, "gwfixture:", <-errc)
