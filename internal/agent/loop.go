@@ -160,7 +160,7 @@ func (l *loop) run(ctx context.Context) (string, error) {
 			}
 			continue
 		}
-		l.messages = append(l.messages, msg)
+		l.messages = append(l.messages, echo(msg))
 		if err := l.callTools(ctx, turn, msg.ToolCalls); err != nil {
 			return "", err
 		}
@@ -200,6 +200,15 @@ func (l *loop) ask(ctx context.Context, turn int) (openai.ChatCompletionMessage,
 	}
 	l.tools.log.add(tr)
 	return msg, nil
+}
+
+// echo is the model's tool-calling message as it goes back into the
+// conversation: role, text and calls only. Fields a server adds to its
+// replies (reasoning_content, refusal) are not request fields: OpenAI
+// refuses unknown message fields, and DeepSeek answers 400 when its own
+// reasoning_content is sent back.
+func echo(msg openai.ChatCompletionMessage) openai.ChatCompletionMessage {
+	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: msg.Content, ToolCalls: msg.ToolCalls}
 }
 
 // redactErr keeps the API key out of an error text (a service may echo

@@ -38,7 +38,7 @@ const (
 	NeverSave   Behaviour = "never-save"   // reply with text, never call save_answer
 	// Sloppy makes the mistakes real models make, then corrects itself: an
 	// extra key, a mistyped argument, malformed JSON, an unknown tool, and
-	// a save with an extra key.
+	// a save with an extra key; every reply carries reasoning_content.
 	Sloppy Behaviour = "sloppy"
 	// Direct saves an answer at once, calling no other tool (a question of
 	// the user's own needs none).

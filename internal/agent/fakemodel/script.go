@@ -26,7 +26,11 @@ func (s *Server) reply(msgs []openai.ChatCompletionMessage) openai.ChatCompletio
 	case NeverSave:
 		return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: "Use IHttpClientFactory."}
 	case Sloppy:
-		return sloppy(msgs, results)
+		// Like local reasoning models, it adds reasoning_content, which
+		// must not be sent back (OpenAI refuses unknown message fields).
+		m := sloppy(msgs, results)
+		m.ReasoningContent = "thinking about the next step"
+		return m
 	case Direct:
 		if _, saved := results[toolSave]; !saved {
 			return call(n, toolSave, mustJSON(map[string]string{"text": DirectAnswer}))
