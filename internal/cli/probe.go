@@ -74,7 +74,7 @@ func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string
 	// The container's cgroup limits, read before the policy may hide /sys.
 	snap := probe.TakeSnapshot()
 	if !o.unhardened {
-		if err := hardenRole("probe", getenv, s.Err, true, ""); err != nil {
+		if err := hardenRole("probe", getenv, s.Err, true, o.out); err != nil {
 			return err
 		}
 	}
