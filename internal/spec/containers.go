@@ -141,22 +141,27 @@ func applyBaseline(c *Container, seccompJSON string) {
 	c.OutputDir = OutputDir
 }
 
-func gatewayContainer(cfg netpolicy.Config) Container {
+func gatewayContainer(cfg netpolicy.Config, holdsCredentials bool) Container {
 	h := basePolicy(RoleGateway, roleLimits[RoleGateway].memory)
 	// 53: DNS over TCP when an answer is truncated (UDP is not a
-	// Landlock right); the rest are the ports the policy permits.
-	ports := append([]uint16{53}, cfg.HTTPPorts...)
-	ports = append(ports, cfg.ConnectPorts...)
+	// Landlock right); the rest are the ports the policy permits,
+	// including those its entries name ("models.lan:11434").
+	ports := append([]uint16{53}, cfg.DialPorts()...)
 	slices.Sort(ports)
 	h.Landlock.ConnectTCP = slices.Compact(ports)
 	h.Landlock.BindTCP = []uint16{GatewayPort}
 	serves(&h)
 	h.NoUDP = false // its resolver asks Docker's DNS over UDP
+	cmd := []string{"gateway", "--listen", ":" + strconv.Itoa(GatewayPort),
+		"--decision-log", OutputDir + "/egress-decisions.jsonl"}
+	if holdsCredentials {
+		h.Landlock.BindTCP = append(h.Landlock.BindTCP, CredentialPort)
+		cmd = append(cmd, "--credential-listen", ":"+strconv.Itoa(CredentialPort))
+	}
 	return Container{
-		Role: RoleGateway,
-		Name: "egress-gateway",
-		Cmd: []string{"gateway", "--listen", ":" + strconv.Itoa(GatewayPort),
-			"--decision-log", OutputDir + "/egress-decisions.jsonl"},
+		Role:       RoleGateway,
+		Name:       "egress-gateway",
+		Cmd:        cmd,
 		Env:        baseEnv(),
 		ForwardEnv: []string{},
 		Harden:     h,
@@ -184,7 +189,7 @@ func sidecarContainer() Container {
 	}
 }
 
-func agentContainer(s *Spec) Container {
+func agentContainer(s *Spec, creds []ResolvedCredential) Container {
 	h := basePolicy(RoleAgent, roleLimits[RoleAgent].memory)
 	h.NoSpawn = !s.Has(CapShellAccess)
 	c := Container{
@@ -202,12 +207,21 @@ func agentContainer(s *Spec) Container {
 	if s.Has(CapOpenAIAgents) {
 		c.ForwardEnv = append(c.ForwardEnv, openAIForward...)
 	}
+	c.ForwardEnv = withoutHeld(c.ForwardEnv, creds)
 	maps.Copy(c.Env, baseEnv())
 	c.Env[EnvInSandbox] = "1"
 	if s.Has(CapNetwork) {
 		c.Networks = []string{NetInternal}
 		c.Harden.Landlock.ConnectTCP = []uint16{GatewayPort}
-		maps.Copy(c.Env, proxyEnv(SidecarAlias+",localhost,127.0.0.1"))
+		noProxy := SidecarAlias + ",localhost,127.0.0.1"
+		if heldByGateway(creds) {
+			// The credential listener is reached directly, in origin
+			// form: through the proxy port the gateway's own name is
+			// not an allowed destination.
+			c.Harden.Landlock.ConnectTCP = append(c.Harden.Landlock.ConnectTCP, CredentialPort)
+			noProxy = SidecarAlias + "," + GatewayAlias + ",localhost,127.0.0.1"
+		}
+		maps.Copy(c.Env, proxyEnv(noProxy))
 	}
 	if s.Has(CapMCPClient) {
 		c.Env[EnvSidecarURL] = SidecarURL
@@ -215,6 +229,30 @@ func agentContainer(s *Spec) Container {
 	}
 	c.ForwardEnv = forwardable(sortedUnique(c.ForwardEnv), c.Env)
 	return c
+}
+
+// heldByGateway reports whether the gateway holds any credential.
+func heldByGateway(creds []ResolvedCredential) bool {
+	return slices.ContainsFunc(creds, func(c ResolvedCredential) bool { return c.Lives == LivesGateway })
+}
+
+// withoutHeld drops from names the host variables of credentials the
+// gateway holds: the harness sets the agent's copy to the placeholder at
+// run time (and, for openai_agents' default, OPENAI_BASE_URL to the
+// credential listener). A credential that lives in the sandbox is
+// forwarded as before.
+func withoutHeld(names []string, creds []ResolvedCredential) []string {
+	var drop []string
+	for _, c := range creds {
+		if c.Lives != LivesGateway {
+			continue
+		}
+		drop = append(drop, c.FromHost)
+		if c.Default {
+			drop = append(drop, "OPENAI_BASE_URL")
+		}
+	}
+	return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(drop, n) })
 }
 
 // serves lets a role that binds a port listen on it.

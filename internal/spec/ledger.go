@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
@@ -10,7 +11,7 @@ import (
 // ledger records, for each capability (and for the spec's own allowlists
 // and host variables), exactly what it opened and in which layer. The
 // hardened default is what no entry mentions.
-func ledger(s *Spec, gw *netpolicy.Config) []Softening {
+func ledger(s *Spec, gw *netpolicy.Config, creds []ResolvedCredential) []Softening {
 	var l []Softening
 	add := func(capability, layer, format string, args ...any) {
 		l = append(l, Softening{Capability: capability, Layer: layer, What: fmt.Sprintf(format, args...)})
@@ -34,7 +35,14 @@ func ledger(s *Spec, gw *netpolicy.Config) []Softening {
 	}
 	if s.Has(CapOpenAIAgents) {
 		add(CapOpenAIAgents, LayerEgress, "adds domain rule %s", openAIDomain)
-		add(CapOpenAIAgents, LayerEnv, "forwards %s from the host to the agent", strings.Join(openAIForward, ", "))
+		add(CapOpenAIAgents, LayerEnv, "forwards %s from the host to the agent", strings.Join(forwardedOpenAI(creds), ", "))
+	}
+	for _, c := range creds {
+		if c.Lives == LivesSandbox {
+			add(keyCredsInSandbox, LayerCreds, "the real %s (for %s) is in the agent's environment: the workload can read it and send it anywhere the allowlist reaches", c.FromHost, c.Host)
+		} else {
+			add(keyCreds, LayerCreds, "the gateway holds %s and adds it as %s on requests to %s through its credential listener %s:%d; the agent holds a per-run placeholder", c.FromHost, c.Header, c.Host, GatewayAlias, CredentialPort)
+		}
 	}
 	if s.Has(CapShellAccess) {
 		add(CapShellAccess, LayerSpawn, "agent may execve/execveat (the no-spawn filter is not installed)")
@@ -53,4 +61,10 @@ func ports(ps []uint16) string {
 		s[i] = fmt.Sprint(p)
 	}
 	return strings.Join(s, ",")
+}
+
+// forwardedOpenAI are the openai_agents variables still copied into the
+// agent: the key and base URL only when they live in the sandbox.
+func forwardedOpenAI(creds []ResolvedCredential) []string {
+	return withoutHeld(slices.Clone(openAIForward), creds)
 }

@@ -30,6 +30,18 @@ func Normalize(s *Spec) (js string, hash string, err error) {
 		"allowed_ip_addresses":  s.AllowedIPs,
 		"environment_variables": vars,
 	}
+	// Keys the seed never had are added only when used, so that a seed
+	// spec keeps its hash.
+	if len(s.Credentials) > 0 {
+		creds := make([]map[string]any, 0, len(s.Credentials))
+		for _, c := range s.Credentials {
+			creds = append(creds, map[string]any{"host": c.Host, "header": c.Header, "format": c.Format, "from_host": c.FromHost})
+		}
+		doc["credentials"] = creds
+	}
+	if s.CredentialsInSandbox {
+		doc["credentials_in_sandbox"] = true
+	}
 	var b strings.Builder
 	if err := writePy(&b, doc); err != nil {
 		return "", "", fmt.Errorf("normalising spec: %w", err)

@@ -88,6 +88,11 @@ type Profile struct {
 	// Dockerfile is the runtime image's Dockerfile (see [Dockerfile]).
 	Dockerfile string `json:"-"`
 
+	// Credentials are the run's credentials (openai_agents' default
+	// included) and where each lives: the gateway, or the sandbox when
+	// credentials_in_sandbox asks for it.
+	Credentials []ResolvedCredential `json:"credentials"`
+
 	// Ledger says, for each capability, exactly what it opened and where.
 	Ledger []Softening `json:"softening_ledger"`
 }
@@ -102,12 +107,13 @@ type Softening struct {
 
 // Layers named in the ledger.
 const (
-	LayerTopology = "topology"  // which containers and networks exist
-	LayerEgress   = "egress"    // the gateway's allowlist
-	LayerEnv      = "env"       // variables forwarded from the host
-	LayerLandlock = "landlock"  // in-container Landlock rules
-	LayerSpawn    = "no-spawn"  // the execve/execveat filter
-	LayerDocker   = "container" // docker run options
+	LayerTopology = "topology"    // which containers and networks exist
+	LayerEgress   = "egress"      // the gateway's allowlist
+	LayerEnv      = "env"         // variables forwarded from the host
+	LayerLandlock = "landlock"    // in-container Landlock rules
+	LayerSpawn    = "no-spawn"    // the execve/execveat filter
+	LayerDocker   = "container"   // docker run options
+	LayerCreds    = "credentials" // where each credential lives
 )
 
 // Container is how the harness creates one role's container (all roles

@@ -46,6 +46,7 @@ func Resolve(s *Spec) (*Profile, error) {
 	if p.SeccompProfile, err = SeccompProfile(); err != nil {
 		return nil, err
 	}
+	p.Credentials = credentials(s)
 	if s.Has(CapNetwork) {
 		if err := p.resolveGateway(s); err != nil {
 			return nil, err
@@ -54,11 +55,11 @@ func Resolve(s *Spec) (*Profile, error) {
 	if s.Has(CapMCPClient) {
 		p.addContainer(sidecarContainer())
 	}
-	p.addContainer(agentContainer(s))
+	p.addContainer(agentContainer(s, p.Credentials))
 	if err := p.finishContainers(); err != nil {
 		return nil, err
 	}
-	p.Ledger = ledger(s, p.Gateway)
+	p.Ledger = ledger(s, p.Gateway, p.Credentials)
 	return p, nil
 }
 
@@ -73,7 +74,7 @@ func (p *Profile) resolveGateway(s *Spec) error {
 	}
 	p.Gateway = &cfg
 	p.SquidConf = SquidConf(cfg)
-	p.addContainer(gatewayContainer(cfg))
+	p.addContainer(gatewayContainer(cfg, heldByGateway(p.Credentials)))
 	return nil
 }
 

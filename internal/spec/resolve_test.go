@@ -65,7 +65,7 @@ func TestRolesByCapability(t *testing.T) {
 		{[]string{CapShellAccess}, []string{RoleAgent}, false, []string{}, []string{}, false},
 		{[]string{CapNetwork}, []string{RoleGateway, RoleAgent}, true, []string{NetInternal}, []string{}, false},
 		{[]string{CapNetwork, CapMCPClient}, []string{RoleGateway, RoleSidecar, RoleAgent}, true, []string{NetInternal}, []string{}, true},
-		{[]string{CapNetwork, CapOpenAIAgents}, []string{RoleGateway, RoleAgent}, true, []string{NetInternal}, openAIForward, false},
+		{[]string{CapNetwork, CapOpenAIAgents}, []string{RoleGateway, RoleAgent}, true, []string{NetInternal}, []string{"OPENAI_MODEL"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.caps, "+"), func(t *testing.T) {
@@ -174,7 +174,7 @@ func TestAgentEnvHarnessWins(t *testing.T) {
 			t.Errorf("Env[%s] = %q, want %q", k, a.Env[k], v)
 		}
 	}
-	if diff := cmp.Diff([]string{"MY_TOKEN", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"}, a.ForwardEnv); diff != "" {
+	if diff := cmp.Diff([]string{"MY_TOKEN", "OPENAI_MODEL"}, a.ForwardEnv); diff != "" {
 		t.Errorf("ForwardEnv mismatch (-want +got):\n%s", diff)
 	}
 }

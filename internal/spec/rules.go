@@ -29,6 +29,7 @@ func (w *walker) checkRules() {
 	w.spec.AllowedDomains = values(w.domains)
 	w.spec.AllowedIPs = values(w.ips)
 	w.checkEnv()
+	w.checkCreds()
 }
 
 func (w *walker) checkCaps() {

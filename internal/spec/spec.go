@@ -11,6 +11,12 @@ type Spec struct {
 	AllowedDomains []string `json:"allowed_domains"`
 	AllowedIPs     []string `json:"allowed_ip_addresses"`
 	Env            []EnvVar `json:"environment_variables"`
+	// Credentials are the [[credentials]] entries, as validated (the
+	// openai_agents default is added by [Resolve], not here).
+	Credentials []Credential `json:"credentials,omitempty"`
+	// CredentialsInSandbox puts the real values in the agent's
+	// environment (a recorded softening) instead of the gateway's.
+	CredentialsInSandbox bool `json:"credentials_in_sandbox,omitempty"`
 	// Warnings are things accepted but worth saying (`spec check` prints
 	// them): an entry read differently from how it was written.
 	Warnings []Problem `json:"-"`

@@ -21,7 +21,7 @@ const (
 )
 
 var (
-	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv}
+	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox}
 	envKeys = []string{keyHost, keyName, keyValue}
 )
 
@@ -60,6 +60,8 @@ type walker struct {
 	ips     []item
 	envs    []*envEntry
 	inEnv   bool // expressions belong to the last envs entry
+	creds   []*credEntry
+	inCred  bool // expressions belong to the last creds entry
 	inOther bool // expressions belong to an unknown table (already reported)
 }
 
@@ -145,20 +147,26 @@ func (w *walker) known(key string, at pos, path string, want []string) bool {
 
 func (w *walker) table(e *unstable.Node) {
 	parts, at := w.keyParts(e.Key())
-	w.inEnv, w.inOther = false, true
-	if len(parts) == 1 && parts[0] == keyEnv {
-		w.add(at, keyEnv, "must be an array of tables: write [[environment_variables]]")
+	w.inEnv, w.inCred, w.inOther = false, false, true
+	if len(parts) == 1 && (parts[0] == keyEnv || parts[0] == keyCreds) {
+		w.add(at, parts[0], "must be an array of tables: write [[%s]]", parts[0])
 		return
 	}
-	w.add(at, joinKey(parts), "unknown table; the only table is [[environment_variables]]")
+	w.add(at, joinKey(parts), "unknown table; the tables are [[environment_variables]] and [[credentials]]")
 }
 
 func (w *walker) arrayTable(e *unstable.Node) {
 	parts, at := w.keyParts(e.Key())
-	w.inEnv, w.inOther = false, true
+	w.inEnv, w.inCred, w.inOther = false, false, true
 	key := joinKey(parts)
+	if key == keyCreds {
+		w.inCred, w.inOther = true, false
+		w.seen[keyCreds] = at
+		w.creds = append(w.creds, &credEntry{at: at, index: len(w.creds), fields: map[string]*item{}})
+		return
+	}
 	if key != keyEnv {
-		w.add(at, key, "unknown table; the only table is [[environment_variables]]")
+		w.add(at, key, "unknown table; the tables are [[environment_variables]] and [[credentials]]")
 		return
 	}
 	w.inEnv, w.inOther = true, false
@@ -173,6 +181,8 @@ func (w *walker) keyValue(e *unstable.Node) {
 		return
 	case w.inEnv:
 		w.envKey(w.envs[len(w.envs)-1], parts, at, e.Value())
+	case w.inCred:
+		w.credKey(w.creds[len(w.creds)-1], parts, at, e.Value())
 	default:
 		w.topKey(parts, at, e.Value())
 	}
@@ -199,6 +209,10 @@ func (w *walker) topKey(parts []string, at pos, v *unstable.Node) {
 		w.ips = w.stringList(key, at, v)
 	case keyEnv:
 		w.inlineEnv(at, v)
+	case keyCreds:
+		w.add(at, keyCreds, "write each credential as a [[credentials]] table")
+	case keyCredsInSandbox:
+		w.credsInSandbox(at, v)
 	}
 }
 
