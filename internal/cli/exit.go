@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// Exit codes, one table for every command (DESIGN.md).
+// Exit codes, one table for every command (README.md).
 const (
 	ExitOK          = 0 // success
 	ExitRuntime     = 1 // runtime error

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// designProbes are group G40: one probe per claim DESIGN.md makes about the
+// designProbes are group G40: one probe per claim the design (README.md, docs/hardening.md) makes about the
 // sandbox. Each is phrased as the attack the claim stops, so Allowed means
 // the claim does not hold.
 func designProbes() []Probe {

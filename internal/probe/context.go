@@ -20,7 +20,7 @@ const ContextEnv = "MCPSIDECAR_PROBE_CONTEXT"
 // probes measure, the context says what the measurement should be. The
 // harness (test-sandbox) writes it as JSON into MCPSIDECAR_PROBE_CONTEXT.
 // Every field is optional; [Context.withDefaults] fills the values of the
-// default sandbox (DESIGN.md), so `{}` describes the default spec.
+// default sandbox (README.md), so `{}` describes the default spec.
 //
 // The probe suite prefers these fixtures, which the harness may put in the
 // image (the probe never creates anything outside its writable paths):
