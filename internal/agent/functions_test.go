@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
@@ -176,5 +177,21 @@ func TestCallArgs(t *testing.T) {
 				t.Errorf("ignored mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// The API takes at most 128 tools: the agent's two and 126 of the
+// sidecar's; the rest are left out and named.
+func TestOfferBoundsToolCount(t *testing.T) {
+	var tools []*mcp.Tool
+	for i := range 130 {
+		tools = append(tools, &mcp.Tool{Name: fmt.Sprintf("t%03d", i)})
+	}
+	fns, dropped, err := offer(tools, map[string]bool{ToolReadFormat: true, ToolSaveAnswer: true}, chatcontract.MaxTools-2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fns) != 126 || len(dropped) != 4 || dropped[0] != "t126" {
+		t.Errorf("offered %d, dropped %v; want 126 offered and t126..t129 dropped", len(fns), dropped)
 	}
 }
