@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // Environment variables the gateway command reads (flags win).
@@ -27,6 +28,7 @@ const (
 // gatewayOptions are the gateway command's flags.
 type gatewayOptions struct {
 	listen       string
+	credListen   string
 	policyFile   string
 	decisionLog  string
 	runID        string
@@ -52,7 +54,10 @@ Each request is one JSON line in the decision log (docs/egress.md); without
 
 The policy is the JSON gateway policy written by 'mcpsidecar spec resolve'; without
 --policy it is read from $MCPSIDECAR_GATEWAY_POLICY. --run-id defaults to
-$MCPSIDECAR_RUN_ID. In a container, $MCPSIDECAR_HARDEN_POLICY locks the process down
+$MCPSIDECAR_RUN_ID. With --credential-listen the gateway holds the credentials that
+$MCPSIDECAR_GATEWAY_CREDENTIALS names (values from the variables it names, the run's
+placeholder from $MCPSIDECAR_CREDENTIAL_PLACEHOLDER) and serves requests of the form
+/HOST[:PORT]/path there, adding the credential of HOST (docs/egress.md). In a container, $MCPSIDECAR_HARDEN_POLICY locks the process down
 before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -65,6 +70,7 @@ before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
 	lim := egress.DefaultLimits()
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", ":3128", "address to listen on")
+	f.StringVar(&o.credListen, "credential-listen", "", "also serve the credential listener here (credentials from $"+spec.EnvGatewayCredentials+")")
 	f.StringVar(&o.policyFile, "policy", "", "gateway policy JSON file (default: $"+envGatewayPolicy+")")
 	f.StringVar(&o.decisionLog, "decision-log", "", "append decision lines (JSON) to this file (default: standard output)")
 	f.StringVar(&o.runID, "run-id", os.Getenv(envRunID), "run id written into every decision line")
@@ -120,6 +126,12 @@ func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(st
 	if err != nil {
 		return err
 	}
+	var inject *egress.Injection
+	if o.credListen != "" {
+		if inject, err = loadInjection(getenv, os.Unsetenv); err != nil {
+			return err
+		}
+	}
 	dlog := egress.NewDecisionLog(s.Out)
 	if o.decisionLog != "" {
 		if dlog, err = egress.OpenDecisionLog(o.decisionLog); err != nil {
@@ -132,18 +144,33 @@ func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(st
 		return fmt.Errorf("listening on %s: %w", o.listen, err)
 	}
 	defer ln.Close()
+	credLn, err := listenCredentials(o.credListen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", o.credListen, err)
+	}
+	if credLn != nil {
+		defer credLn.Close()
+	}
 	// Hardening goes here: the policy is read, the log and the listener are
 	// open, nothing has been served yet.
 	if err := hardenRole("gateway", getenv, s.Err, false, reportDir(o.decisionLog)); err != nil {
 		return err
 	}
-	g, err := egress.New(egress.Options{Policy: policy, Log: dlog, RunID: o.runID, Logger: logger, Limits: egress.Limits{
+	g, err := egress.New(egress.Options{Policy: policy, Log: dlog, RunID: o.runID, Logger: logger, Injection: inject, Limits: egress.Limits{
 		MaxConcurrent: o.maxTunnels, IdleTimeout: o.idleTimeout, MaxDuration: o.maxDuration,
 	}})
 	if err != nil {
 		return err
 	}
 	logger.Info("gateway listening", "addr", ln.Addr().String(), "run_id", o.runID)
+	if credLn != nil {
+		logger.Info("credential listener", "addr", credLn.Addr().String(), "credentials", len(inject.Credentials))
+		go func() {
+			if err := g.ServeCredentials(credLn); err != nil {
+				logger.Error("serving the credential listener", "err", err)
+			}
+		}()
+	}
 	return serveGateway(ctx, g, ln, o.shutdownWait, dlog)
 }
 

@@ -106,12 +106,23 @@ func (j *job) writeHostArtifacts() error {
 }
 
 // planInput gathers the run-time inputs of the plan: forwarded host
-// variables (forwardEnv says which are secret), the question, the probe
-// context, labels and owner.
+// variables (forwardEnv says which are secret), the credentials (held by
+// the gateway, the agent getting a per-run placeholder), the question, the
+// probe context, labels and owner.
 func (j *job) planInput() (orchestrate.Input, error) {
 	host, _ := os.Hostname()
 	agentEnv, secrets := forwardEnv(j.agentContainer().ForwardEnv, j.getenv)
 	j.secrets = append(j.secrets, secrets...)
+	creds, err := orchestrate.Credentials(j.profile, j.o.gatewayEngine, j.getenv, orchestrate.NewPlaceholder())
+	if err != nil {
+		return orchestrate.Input{}, err
+	}
+	j.secrets = append(j.secrets, creds.Secrets...)
+	for _, d := range creds.Degradations {
+		j.meta.Degradations = append(j.meta.Degradations, d)
+		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
+	}
+	agentEnv = append(agentEnv, creds.Agent...)
 	if j.o.question != "" {
 		agentEnv = append(agentEnv, dockerx.EnvVar{Name: orchestrate.EnvQuestion, Value: j.o.question})
 	}
@@ -124,7 +135,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 	}
 	return orchestrate.Input{
 		Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.workload,
-		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv},
+		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv, orchestrate.RoleGateway: creds.Gateway},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
 		HoldInternal: j.oldEngine(), GatewayEngine: j.o.gatewayEngine, SquidImage: j.o.squidImage,
