@@ -203,10 +203,10 @@ func (l *loop) ask(ctx context.Context, turn int) (openai.ChatCompletionMessage,
 }
 
 // echo is the model's tool-calling message as it goes back into the
-// conversation: role, text and calls only. Fields a server adds to its
-// replies (reasoning_content, refusal) are not request fields: OpenAI
-// refuses unknown message fields, and DeepSeek answers 400 when its own
-// reasoning_content is sent back.
+// conversation: role, text and calls only. Fields some servers add to
+// their replies (reasoning_content and the like) are not request fields:
+// OpenAI refuses unknown message fields, and DeepSeek answers 400 when its
+// own reasoning_content is sent back.
 func echo(msg openai.ChatCompletionMessage) openai.ChatCompletionMessage {
 	return openai.ChatCompletionMessage{Role: openai.ChatMessageRoleAssistant, Content: msg.Content, ToolCalls: msg.ToolCalls}
 }
