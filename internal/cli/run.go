@@ -54,7 +54,7 @@ type sandboxOptions struct {
 
 func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 	f := cmd.Flags()
-	f.StringVar(&o.specFile, "spec", "", "sandbox spec file (default: the built-in spec)")
+	f.StringVar(&o.specFile, "spec", "", specFlagHelp)
 	f.StringVar(&o.runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "kill the workload after this long")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Second, "how long the gateway and sidecar may take to become ready")

@@ -101,11 +101,11 @@ func (j *job) execute(ctx context.Context) error {
 }
 
 func (j *job) loadSpec(context.Context) error {
+	var name string
 	var err error
-	if j.o.specFile == "" {
-		j.spec, err = spec.Default()
-	} else {
-		j.spec, err = spec.LoadFile(j.o.specFile)
+	j.spec, name, err = loadSpec(j.o.specFile) // spec.go: --spec, ./sandbox_spec.toml, or built-in
+	if !j.o.quiet && name != "" {
+		fmt.Fprintf(j.s.Err, "spec: %s\n", name)
 	}
 	if err == nil {
 		j.profile, err = spec.Resolve(j.spec)

@@ -39,8 +39,9 @@ func newSpecCmd(s Streams) *cobra.Command {
 
 Capabilities: network (the egress gateway), mcp_client (the MCP sidecar; needs
 network), openai_agents (adds .openai.com, forwards OPENAI_API_KEY; needs
-network), shell_access (lets the agent start processes). Without --spec the
-built-in default spec is used.`,
+network), shell_access (lets the agent start processes). Without FILE or
+--spec, ./sandbox_spec.toml is used when present, else the built-in default;
+every command says which one it loaded.`,
 	}
 	cmd.AddCommand(newSpecCheckCmd(s), newSpecResolveCmd(s), newSpecDefaultCmd(s))
 	return cmd
@@ -61,17 +62,20 @@ func newSpecDefaultCmd(s Streams) *cobra.Command {
 func newSpecCheckCmd(s Streams) *cobra.Command {
 	var o specOptions
 	cmd := &cobra.Command{
-		Use:   "check",
+		Use:   "check [FILE]",
 		Short: "Validate a spec; list every problem as file:line:col: key: message (exit 3)",
-		Args:  cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := o.takeFileArg(args); err != nil {
+				return err
+			}
 			if o.json {
 				return specCheckJSON(s, o)
 			}
 			return specCheck(s, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.path, "spec", "", "spec file (default: the built-in spec)")
+	cmd.Flags().StringVar(&o.path, "spec", "", specFlagHelp)
 	cmd.Flags().BoolVar(&o.json, "json", false, `print {"ok": bool, "problems": [...]} instead of text`)
 	return cmd
 }
@@ -79,38 +83,91 @@ func newSpecCheckCmd(s Streams) *cobra.Command {
 func newSpecResolveCmd(s Streams) *cobra.Command {
 	var o specOptions
 	cmd := &cobra.Command{
-		Use:   "resolve",
+		Use:   "resolve [FILE]",
 		Short: "Show (or write with --out) everything a spec resolves into",
 		Long: `Resolve a spec into the profile every layer enforces. With --out DIR it writes
 sandbox-spec.json, resolved-profile.json, seccomp-profile.json,
 landlock-policy.json, gateway-policy.json, squid.conf, Dockerfile and
 softening-ledger.json into DIR (created if missing; existing links are refused).
 With --json it prints resolved-profile.json; otherwise a summary.`,
-		Args: cobra.NoArgs,
-		RunE: func(*cobra.Command, []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(_ *cobra.Command, args []string) error {
+			if err := o.takeFileArg(args); err != nil {
+				return err
+			}
 			return specResolve(s, o)
 		},
 	}
-	cmd.Flags().StringVar(&o.path, "spec", "", "spec file (default: the built-in spec)")
+	cmd.Flags().StringVar(&o.path, "spec", "", specFlagHelp)
 	cmd.Flags().StringVar(&o.out, "out", "", "directory to write the resolved artifacts to")
 	cmd.Flags().BoolVar(&o.json, "json", false, "print resolved-profile.json instead of a summary")
 	return cmd
 }
 
-// loadProfile loads and resolves the selected spec: the embedded
-// default when path is empty.
-func loadProfile(path string) (*spec.Profile, error) {
-	var sp *spec.Spec
-	var err error
+// takeFileArg folds the optional FILE argument into o.path; naming two
+// different files, one by argument and one by --spec, is a usage error.
+func (o *specOptions) takeFileArg(args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	if o.path != "" && o.path != args[0] {
+		return usageErrorf("two specs named: %s and --spec %s; name one", args[0], o.path)
+	}
+	o.path = args[0]
+	return nil
+}
+
+// specFlagHelp is the help of every --spec flag.
+const specFlagHelp = "spec file (default: ./" + workdirSpec + " when present, else the built-in spec)"
+
+// workdirSpec is the spec file looked for in the working directory when
+// --spec is not given, as compose-style tools look for their file.
+const workdirSpec = "sandbox_spec.toml"
+
+// builtinSpecName is how messages name the embedded default spec.
+const builtinSpecName = "built-in default"
+
+// chooseSpec returns the spec file to load: flag when given, else
+// ./sandbox_spec.toml when it exists, else "" for the built-in default.
+func chooseSpec(flag string) (string, error) {
+	path := flag
 	if path == "" {
-		sp, err = spec.Default()
-	} else {
-		sp, err = spec.LoadFile(path)
+		path = workdirSpec
 	}
+	fi, err := os.Stat(path)
+	switch {
+	case flag == "" && errors.Is(err, os.ErrNotExist):
+		return "", nil
+	case err == nil && !fi.Mode().IsRegular():
+		return "", &spec.Problems{List: []spec.Problem{{File: path, Message: "not a regular file (want a sandbox_spec.toml)"}}}
+	}
+	return path, nil // any other error is reported by spec.LoadFile
+}
+
+// loadSpec loads the spec chosen by chooseSpec and returns it with the
+// name messages use for it (its path, or "built-in default").
+func loadSpec(flag string) (*spec.Spec, string, error) {
+	path, err := chooseSpec(flag)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return spec.Resolve(sp)
+	if path == "" {
+		sp, err := spec.Default()
+		return sp, builtinSpecName, err
+	}
+	sp, err := spec.LoadFile(path)
+	return sp, path, err
+}
+
+// loadProfile loads and resolves the selected spec; name is the spec's
+// name for messages.
+func loadProfile(flag string) (p *spec.Profile, name string, err error) {
+	sp, name, err := loadSpec(flag)
+	if err != nil {
+		return nil, name, err
+	}
+	p, err = spec.Resolve(sp)
+	return p, name, err
 }
 
 // invalidSpec maps a load or resolve error to exit 3, printing every
@@ -127,7 +184,7 @@ func invalidSpec(s Streams, err error, print bool) error {
 }
 
 func specCheck(s Streams, o specOptions) error {
-	p, err := loadProfile(o.path)
+	p, name, err := loadProfile(o.path)
 	if err != nil {
 		return invalidSpec(s, err, true)
 	}
@@ -135,12 +192,17 @@ func specCheck(s Streams, o specOptions) error {
 		fmt.Fprintf(s.Err, "warning: %s\n", w.String())
 	}
 	_, err = fmt.Fprintf(s.Out, "%s: ok (capabilities: %s; containers: %s)\n",
-		p.Spec.Source, orNone(p.Capabilities), strings.Join(p.Roles, ", "))
+		name, orNone(p.Capabilities), strings.Join(p.Roles, ", "))
 	return err
 }
 
+// checkSchema names the shape of `spec check --json`'s document.
+const checkSchema = "mcpsidecar.spec-check/v1"
+
 // checkResult is the output of `spec check --json`.
 type checkResult struct {
+	Schema   string         `json:"schema"`
+	Spec     string         `json:"spec"`
 	OK       bool           `json:"ok"`
 	Problems []spec.Problem `json:"problems"`
 	Warnings []spec.Problem `json:"warnings"`
@@ -149,8 +211,8 @@ type checkResult struct {
 // specCheckJSON reports the verdict on stdout as JSON; the exit code is
 // the same as without --json.
 func specCheckJSON(s Streams, o specOptions) error {
-	p, err := loadProfile(o.path)
-	res := checkResult{OK: err == nil, Problems: []spec.Problem{}, Warnings: []spec.Problem{}}
+	p, name, err := loadProfile(o.path)
+	res := checkResult{Schema: checkSchema, Spec: name, OK: err == nil, Problems: []spec.Problem{}, Warnings: []spec.Problem{}}
 	if p != nil {
 		res.Warnings = append(res.Warnings, p.Spec.Warnings...)
 	}
@@ -172,7 +234,7 @@ func specCheckJSON(s Streams, o specOptions) error {
 }
 
 func specResolve(s Streams, o specOptions) error {
-	p, err := loadProfile(o.path)
+	p, name, err := loadProfile(o.path)
 	if err != nil {
 		return invalidSpec(s, err, true)
 	}
@@ -189,12 +251,12 @@ func specResolve(s Streams, o specOptions) error {
 		_, err = s.Out.Write(files[spec.FileProfile])
 		return err
 	}
-	return printSummary(s.Out, p, o.out, files)
+	return printSummary(s.Out, p, name, o.out, files)
 }
 
-func printSummary(w io.Writer, p *spec.Profile, out string, files map[string][]byte) error {
+func printSummary(w io.Writer, p *spec.Profile, name, out string, files map[string][]byte) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "spec:         %s (hash %s)\n", p.Spec.Source, p.SpecHash)
+	fmt.Fprintf(&b, "spec:         %s (hash %s)\n", name, p.SpecHash)
 	fmt.Fprintf(&b, "capabilities: %s\n", orNone(p.Capabilities))
 	fmt.Fprintf(&b, "containers:   %s\n", strings.Join(p.Roles, ", "))
 	if p.Gateway != nil {

@@ -37,7 +37,7 @@ func TestSpecCheck(t *testing.T) {
 		code     int
 		out, err []string
 	}{
-		{"default", []string{"spec", "check"}, ExitOK, []string{"<default sandbox_spec.toml>: ok", "gateway, sidecar, agent"}, nil},
+		{"default", []string{"spec", "check"}, ExitOK, []string{"built-in default: ok", "gateway, sidecar, agent"}, nil},
 		{"invalid", []string{"spec", "check", "--spec", bad}, ExitInvalidSpec, nil, []string{
 			bad + ":1:18: schema_version: unsupported schema_version 2",
 			bad + `:2:17: capabilities[0]: capability "mcp_client" requires the network capability`,
@@ -45,7 +45,7 @@ func TestSpecCheck(t *testing.T) {
 			"mcpsidecar: invalid spec: 3 problem(s)"}},
 		{"missing", []string{"spec", "check", "--spec", "/nonexistent/spec.toml"}, ExitInvalidSpec, nil, []string{"/nonexistent/spec.toml: spec file does not exist"}},
 		{"bad flag", []string{"spec", "check", "--nope"}, ExitUsage, nil, []string{"unknown flag"}},
-		{"extra arg", []string{"spec", "check", "x"}, ExitUsage, nil, nil},
+		{"two args", []string{"spec", "check", "x", "y"}, ExitUsage, nil, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
