@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -26,6 +27,9 @@ type Session struct {
 	// listens there (default dockerx.Listening). Tests substitute both.
 	DialNetns func(ctx context.Context, pid int, addr string) (net.Conn, error)
 	Listening func(pid, port int) (bool, error)
+	// HostPrefixes lists the ranges the host uses outside Docker, which no
+	// network may take (default HostPrefixes).
+	HostPrefixes func() ([]netip.Prefix, error)
 
 	Networks   []CreatedNetwork
 	Containers []*Container
@@ -42,6 +46,7 @@ type CreatedNetwork struct {
 	Name     string
 	ID       string
 	Internal bool
+	Subnet   string // empty when the engine chose it
 }
 
 // Container is a container the session created and what became of it.
@@ -73,14 +78,20 @@ func NewSession(engine dockerx.Engine, plan Plan) *Session {
 	return &Session{Engine: engine, Plan: plan}
 }
 
-// CreateNetworks creates the plan's networks.
+// CreateNetworks creates the plan's networks, each on a free /28 of the
+// plan's pool (see subnet.go); the plan records the subnets used.
 func (s *Session) CreateNetworks(ctx context.Context) error {
-	for _, n := range s.Plan.Networks {
-		id, err := s.Engine.CreateNetwork(ctx, n)
+	alloc, err := s.subnets(ctx)
+	if err != nil {
+		return err
+	}
+	for i := range s.Plan.Networks {
+		n := &s.Plan.Networks[i]
+		id, err := s.createNetwork(ctx, alloc, n)
 		if err != nil {
 			return err
 		}
-		s.Networks = append(s.Networks, CreatedNetwork{Name: n.Name, ID: id, Internal: n.Internal})
+		s.Networks = append(s.Networks, CreatedNetwork{Name: n.Name, ID: id, Internal: n.Internal, Subnet: n.Subnet})
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
@@ -30,6 +31,8 @@ type fakeEngine struct {
 	specs       map[string]dockerx.ContainerSpec // by name, as created
 	dials       []string                         // "pid addr" of every connection the session made
 	netnsErr    error                            // DialNetns fails with it (e.g. EPERM)
+	networkErr  func(dockerx.NetworkSpec) error  // CreateNetwork fails with what it returns
+	createdNets []dockerx.NetworkSpec            // as created
 }
 
 // newTestSession is NewSession with the fake's namespace dialer: it records
@@ -37,6 +40,7 @@ type fakeEngine struct {
 // health servers listen), so a test sees every address the session used.
 func newTestSession(f *fakeEngine, plan Plan) *Session {
 	s := NewSession(f, plan)
+	s.HostPrefixes = func() ([]netip.Prefix, error) { return nil, nil }
 	s.DialNetns = func(ctx context.Context, pid int, addr string) (net.Conn, error) {
 		host, _, _ := net.SplitHostPort(addr)
 		f.record("dial %d %s", pid, host)
@@ -92,6 +96,14 @@ func (f *fakeEngine) ImportImage(_ context.Context, img dockerx.ImageFiles) erro
 
 func (f *fakeEngine) CreateNetwork(_ context.Context, n dockerx.NetworkSpec) (string, error) {
 	f.record("create-network %s", n.Name)
+	if f.networkErr != nil {
+		if err := f.networkErr(n); err != nil {
+			return "", err
+		}
+	}
+	f.mu.Lock()
+	f.createdNets = append(f.createdNets, n)
+	f.mu.Unlock()
 	return "net-" + n.Name, nil
 }
 

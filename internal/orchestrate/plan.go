@@ -2,6 +2,7 @@ package orchestrate
 
 import (
 	"fmt"
+	"net/netip"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -42,6 +43,9 @@ type Input struct {
 	// runs SquidImage with the profile's squid.conf (see squid.go).
 	GatewayEngine string
 	SquidImage    string
+	// SubnetPool is the private IPv4 range the run's /28 networks come
+	// from; the zero value means DefaultSubnetPool.
+	SubnetPool netip.Prefix
 }
 
 // Owner identifies the harness process that owns a run's resources.
@@ -52,7 +56,10 @@ type Owner struct {
 
 // Plan is the exact set of resources of one run, in creation order.
 type Plan struct {
-	RunID      string                `json:"run_id"`
+	RunID string `json:"run_id"`
+	// SubnetPool is where Session.CreateNetworks finds each network's
+	// subnet when the planned one is taken (see subnet.go).
+	SubnetPool string                `json:"subnet_pool"`
 	Networks   []dockerx.NetworkSpec `json:"networks"`
 	Containers []Step                `json:"containers"`
 }
@@ -98,14 +105,7 @@ func NewPlan(in Input) (Plan, error) {
 	if err := in.validate(); err != nil {
 		return Plan{}, err
 	}
-	p := Plan{RunID: in.RunID}
-	if in.uses(spec.NetInternal) {
-		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: InternalNetwork(in.dockerID()), Internal: true, Labels: in.labels(""),
-			Options: map[string]string{dockerx.OptionInhibitIPv4: "true"}})
-	}
-	if in.uses(spec.NetEgress) {
-		p.Networks = append(p.Networks, dockerx.NetworkSpec{Name: EgressNetwork(in.dockerID()), Labels: in.labels("")})
-	}
+	p := Plan{RunID: in.RunID, SubnetPool: in.pool().String(), Networks: in.networks()}
 	for _, role := range in.Profile.Roles {
 		st, err := in.step(role)
 		if err != nil {
@@ -134,6 +134,9 @@ func (in Input) validate() error {
 	}
 	if err := in.validateEngine(); err != nil {
 		return err
+	}
+	if err := checkPool(in.pool()); err != nil {
+		return fmt.Errorf("planning run %s: subnet pool %s: %w", in.RunID, in.pool(), err)
 	}
 	if n := len(in.Profile.Roles); n == 0 || in.Profile.Roles[n-1] != RoleAgent {
 		return fmt.Errorf("planning run %s: the profile's roles %v do not end with the agent", in.RunID, in.Profile.Roles)
