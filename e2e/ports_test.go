@@ -19,18 +19,22 @@ package e2e
 // resolves to nothing.
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/fakemodel"
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -371,4 +375,274 @@ func ptStartSquid(t *testing.T, name, image, internal, egressNet, out, dir strin
 	create = append(create, "--user", egress.SquidUser, "-v", out+":/sandbox-output",
 		"-v", conf+":"+egress.SquidConfPath+":ro", image)
 	gwStartGateway(t, name, egressNet, internal, egress.SquidReadyLine, create)
+}
+
+// TestPortsOfflineRun is agent_test.go's offline `run` with the model
+// where issue 13 puts it, through each engine: a fixture listening on
+// 8081 reached through the entry "fake-model.e2e.test:8081", and a fake
+// on this host (bound to the bridge's host address) reached as
+// host.docker.internal:PORT. The host run keeps its containers (--keep)
+// to show that only the gateway got the host-gateway mapping.
+func TestPortsOfflineRun(t *testing.T) {
+	NeedDocker(t)
+	sqBuildImage(t)
+	s := agPrepare(t)
+	bridge := ptBridgeAddr(t)
+	// The fixtures' addresses on the run's egress network are private
+	// (the harness's subnet pool, or Docker's); the bridge's own /16 is
+	// left out, so the host is reached by the host-gateway rule alone.
+	ips := ptPrivateRanges(t, netip.PrefixFrom(bridge, 16).Masked())
+	t.Logf("allowed_ip_addresses %q (the bridge %s left out)", ips, bridge)
+	for _, engine := range []string{"ours", "squid"} {
+		t.Run(engine+"/name-port", func(t *testing.T) {
+			r := ptRun(t, s, engine, ptRunOpts{
+				modelURL: "http://" + agModelHost + ":8081/v1",
+				domains:  []string{agModelHost + ":8081", agLearnHost},
+				ips:      ips,
+			})
+			runDir := agOnlyRunDir(t, r.runsDir)
+			ptCheckRun(t, s, r, runDir)
+			ptCheckModelDecisions(t, runDir, engine, agModelHost, 8081, agModelHost+":8081")
+			agCheckNothingLeft(t, r.id)
+		})
+		t.Run(engine+"/host-gateway", func(t *testing.T) {
+			m, err := fakemodel.New(fakemodel.Task, s.key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			port := ptServe(t, bridge, m)
+			entry := fmt.Sprintf("%s:%d", netpolicy.HostGateway, port)
+			o := ptRunOpts{
+				modelURL: "http://" + entry + "/v1",
+				domains:  []string{entry, agLearnHost},
+				ips:      ips,
+				keep:     engine == "ours",
+			}
+			r := ptRun(t, s, engine, o)
+			runDir := agOnlyRunDir(t, r.runsDir)
+			ptCheckRun(t, s, r, runDir)
+			ptCheckModelDecisions(t, runDir, engine, netpolicy.HostGateway, port, entry+" "+netpolicy.HostGatewayRule)
+			if len(m.Requests()) < 3 {
+				t.Errorf("the host fake got %d requests, want the whole task", len(m.Requests()))
+			}
+			if o.keep {
+				ptCheckExtraHosts(t, r.id)
+			} else {
+				agCheckNothingLeft(t, r.id)
+			}
+		})
+	}
+}
+
+type ptRunOpts struct {
+	modelURL     string
+	domains, ips []string
+	keep         bool
+}
+
+// ptRun is agSetup.runWith with the model fixture on :8081, the spec's
+// allowlist and OPENAI_BASE_URL from o, and the engine.
+func ptRun(t *testing.T, s agSetup, engine string, o ptRunOpts) agResult {
+	t.Helper()
+	r := agResult{id: RandHex(6)}
+	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
+	fx := ptStartFixtures(t, r.id, s.image, s.key)
+	r.w = agWatch(t, r.id, fx)
+	specFile := filepath.Join(s.dir, "sandbox_spec-"+r.id+".toml")
+	agWrite(t, specFile, fmt.Sprintf("schema_version = 1\ncapabilities = [\"network\", \"mcp_client\", \"openai_agents\"]\n"+
+		"allowed_domains = %s\nallowed_ip_addresses = %s\n", ptTOMLList(o.domains), ptTOMLList(o.ips)))
+	args := []string{"run", "--spec", specFile, "--runs-dir", r.runsDir, "--allow-old-engine", "--timeout", "3m",
+		"--gateway-engine", engine, "--squid-image", sqImage}
+	if o.keep {
+		args = append(args, "--keep")
+	}
+	cmd := exec.Command(s.bin, args...)
+	cmd.Env = append(os.Environ(),
+		"OPENAI_API_KEY="+s.key,
+		"OPENAI_BASE_URL="+o.modelURL,
+		"MCPSIDECAR_CA_BUNDLE="+s.ca,
+		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+r.id,
+	)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	t.Cleanup(func() { agRemoveLeftovers(r.id, fx) })
+	t.Cleanup(func() {
+		if t.Failed() {
+			agDumpRun(t, r.runsDir)
+		}
+	})
+	done := make(chan error, 1)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case r.err = <-done:
+	case <-time.After(5 * time.Minute):
+		cmd.Process.Kill()
+		r.err = fmt.Errorf("timed out: %v", <-done)
+	}
+	r.wall = time.Since(start)
+	r.stdout, r.stderr = stdout.String(), stderr.String()
+	t.Logf("mcpsidecar %s (OPENAI_BASE_URL=%s) took %s; stderr:\n%s", strings.Join(args, " "), o.modelURL, r.wall.Round(time.Millisecond), r.stderr)
+	r.w.stop()
+	r.w.checkOrder(t)
+	if r.err != nil {
+		t.Fatalf("mcpsidecar run: %v\nstdout:\n%s", r.err, r.stdout)
+	}
+	return r
+}
+
+func ptTOMLList(xs []string) string {
+	b, _ := json.Marshal(xs) // a list of plain strings is valid TOML as JSON writes it
+	return string(b)
+}
+
+// ptStartFixtures is agStartFixtures with the model listening on 8081.
+func ptStartFixtures(t *testing.T, id, image, key string) agFixtures {
+	t.Helper()
+	fx := agFixtures{network: "mcpsidecar-e2e-" + id + "-fixtures", model: "mcpsidecar-e2e-" + id + "-model", learn: "mcpsidecar-e2e-" + id + "-learn"}
+	t.Cleanup(func() { dockerErr("network", "rm", fx.network) })
+	docker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", fx.network)
+	common := []string{"run", "-d", "--label", "mcpsidecar.test=1", "--network", fx.network, "--read-only",
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532",
+		"--sysctl", "net.ipv4.ip_unprivileged_port_start=0", "--memory", "128m", "--pids-limit", "64"}
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{fx.model, []string{"model", "--listen", ":8081", "--key", key, "--behaviour", string(fakemodel.Task)}},
+		{fx.learn, []string{"learn", "--listen", ":443", "--path", "/api/mcp", "--tls-cert", "/certs/learn.pem", "--tls-key", "/certs/learn-key.pem"}},
+	} {
+		name := c.name
+		t.Cleanup(func() { dockerErr("rm", "-f", name) })
+		docker(t, append(append(append([]string{}, common...), "--name", name, image), c.args...)...)
+	}
+	return fx
+}
+
+// ptServe serves h on this host, bound to the bridge address alone, and
+// returns the port.
+func ptServe(t *testing.T, bridge netip.Addr, h http.Handler) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", netip.AddrPortFrom(bridge, 0).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// ptCheckRun: the answer, the audit, no secret anywhere.
+func ptCheckRun(t *testing.T, s agSetup, r agResult, runDir string) {
+	t.Helper()
+	agCheckAnswer(t, runDir, r.stdout)
+	agCheckAudit(t, runDir)
+	agCheckNoSecret(t, runDir, s.key)
+}
+
+// ptCheckModelDecisions: every decision of the run is an allow, and each
+// model request of agent-turns.jsonl has one for host:port joined by its
+// correlation id; our gateway names the rule: ruleWant, or ruleWant and
+// more (the IP rule a name needed, the credential it added).
+func ptCheckModelDecisions(t *testing.T, runDir, engine, host string, port int, ruleWant string) {
+	t.Helper()
+	byID := map[string]egress.Decision{}
+	for _, line := range agLines(t, filepath.Join(runDir, "egress-decisions.jsonl")) {
+		var d egress.Decision
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("decision line %q: %v", line, err)
+		}
+		if d.Decision != egress.Allow {
+			t.Errorf("gateway denied a request of the run: %s", line)
+		}
+		if d.CorrelationID != "" && d.Host == host {
+			byID[d.CorrelationID] = d
+		}
+	}
+	models := 0
+	for _, tr := range agTurns(t, runDir) {
+		if tr.Kind != "model_request" {
+			continue
+		}
+		models++
+		d, ok := byID[tr.CorrelationID]
+		ruleOK := d.Rule == ruleWant || strings.HasPrefix(d.Rule, ruleWant+" ")
+		switch {
+		case !ok || int(d.Port) != port:
+			t.Errorf("model request %s has no allowed decision for %s:%d (got %+v)", tr.CorrelationID, host, port, d)
+		case engine == "ours" && !ruleOK:
+			t.Errorf("model request %s allowed by rule %q, want %q", tr.CorrelationID, d.Rule, ruleWant)
+		}
+	}
+	if models < 3 {
+		t.Errorf("agent-turns.jsonl has %d model requests, want at least 3", models)
+	}
+}
+
+// ptCheckExtraHosts inspects the containers the run kept: the gateway
+// maps host.docker.internal to host-gateway, the agent and the sidecar
+// keep it black-holed at 0.0.0.0.
+func ptCheckExtraHosts(t *testing.T, id string) {
+	t.Helper()
+	want := map[string]string{
+		"gateway": netpolicy.HostGateway + ":host-gateway",
+		"agent":   netpolicy.HostGateway + ":0.0.0.0",
+		"sidecar": netpolicy.HostGateway + ":0.0.0.0",
+	}
+	for role, entry := range want {
+		ids := strings.Fields(docker(t, "ps", "-aq", "--filter", "label=mcpsidecar.e2e="+id, "--filter", "label=mcpsidecar.role="+role))
+		if len(ids) != 1 {
+			t.Errorf("%d kept %s containers, want 1", len(ids), role)
+			continue
+		}
+		var hosts []string
+		if err := json.Unmarshal([]byte(docker(t, "inspect", "-f", "{{json .HostConfig.ExtraHosts}}", ids[0])), &hosts); err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, h := range hosts {
+			if strings.HasPrefix(h, netpolicy.HostGateway+":") {
+				n++
+				if h != entry {
+					t.Errorf("%s: ExtraHosts entry %q, want %q", role, h, entry)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s: ExtraHosts %q, want exactly one %s entry (%q)", role, hosts, netpolicy.HostGateway, entry)
+		}
+		t.Logf("%s ExtraHosts %q", role, hosts)
+	}
+}
+
+// ptPrivateRanges is the RFC 1918 ranges without hole.
+func ptPrivateRanges(t *testing.T, hole netip.Prefix) []string {
+	t.Helper()
+	var out []string
+	for _, s := range []string{"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"} {
+		for _, p := range ptSubtract(netip.MustParsePrefix(s), hole) {
+			out = append(out, p.String())
+		}
+	}
+	return out
+}
+
+// ptSubtract is p without hole, as prefixes (IPv4).
+func ptSubtract(p, hole netip.Prefix) []netip.Prefix {
+	switch {
+	case !p.Overlaps(hole):
+		return []netip.Prefix{p}
+	case p.Bits() >= hole.Bits():
+		return nil
+	}
+	a := p.Addr().As4()
+	hi := binary.BigEndian.Uint32(a[:]) + 1<<(31-p.Bits())
+	binary.BigEndian.PutUint32(a[:], hi)
+	lo := netip.PrefixFrom(p.Addr(), p.Bits()+1)
+	up := netip.PrefixFrom(netip.AddrFrom4(a), p.Bits()+1)
+	return append(ptSubtract(lo, hole), ptSubtract(up, hole)...)
 }
