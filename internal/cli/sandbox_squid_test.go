@@ -84,7 +84,7 @@ func TestCheckGateway(t *testing.T) {
 		{"ours", withNet, orchestrate.EngineOurs, "", imageEngine{}, ExitOK, "", "ours", 0},
 		{"no gateway, ours", noNet, orchestrate.EngineOurs, "", imageEngine{}, ExitOK, "", "", 0},
 		{"squid present", withNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{have: map[string]bool{egress.SquidImage: true}}, ExitOK, "", "squid", 2},
-		{"squid absent", withNet, orchestrate.EngineSquid, orchestrate.DefaultSquidImage, imageEngine{}, ExitUnavailable, "ubuntu/squid:latest is not on this Docker engine", "squid", 0},
+		{"squid absent", withNet, orchestrate.EngineSquid, orchestrate.DefaultSquidImage, imageEngine{}, ExitUnavailable, egress.SquidImage + " is not on this Docker engine", "squid", 0},
 		{"inspect fails", withNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{err: errors.New("daemon gone")}, ExitUnavailable, "daemon gone", "squid", 0},
 		{"squid without gateway", noNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{}, ExitUsage, "no network capability", "", 0},
 	}

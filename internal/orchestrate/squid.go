@@ -16,11 +16,11 @@ const (
 	EngineSquid = "squid" // Squid with the profile's squid.conf
 )
 
-// DefaultSquidImage is --squid-image's default, as the issue names it; no
-// registry is reachable here, so the harness never pulls it and the local
-// build (egress.SquidImage, scripts/build-squid-image.sh) is the usual
-// choice.
-const DefaultSquidImage = "ubuntu/squid:latest"
+// DefaultSquidImage is --squid-image's default: the image
+// scripts/build-squid-image.sh builds (egress.SquidImage). The harness never
+// pulls, so a registry name such as ubuntu/squid:latest would never be
+// there offline.
+const DefaultSquidImage = egress.SquidImage
 
 // SquidConfFile is the run directory's copy of the generated squid.conf;
 // the Squid gateway mounts that very file read-only.
