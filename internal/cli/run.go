@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -26,6 +27,7 @@ const (
 	envCABundle       = agent.EnvCABundle             // default /etc/ssl/certs/ca-certificates.crt
 	envImageMethod    = "MCPSIDECAR_IMAGE_METHOD"     // "import": skip the classic builder
 	envExtraLabels    = "MCPSIDECAR_LABELS"           // "k=v,k=v" added to every resource (tests)
+	envSubnetPool     = "MCPSIDECAR_SUBNET_POOL"      // the private IPv4 range the runs' networks come from
 )
 
 // sandboxOptions are the flags shared by run, doctor and test-sandbox.
@@ -43,6 +45,7 @@ type sandboxOptions struct {
 	allowOldEngine bool
 	gatewayEngine  string // orchestrate.EngineOurs or EngineSquid
 	squidImage     string
+	subnetPool     string // CIDR, orchestrate.ParseSubnetPool
 
 	serializeEvidence bool
 	baseline          string
@@ -67,6 +70,8 @@ func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 		"egress gateway: ours (mcpsidecar gateway) or squid (Squid with the generated squid.conf)")
 	f.StringVar(&o.squidImage, "squid-image", orchestrate.DefaultSquidImage,
 		"Squid image for --gateway-engine squid; must be on the engine (never pulled): scripts/build-squid-image.sh builds "+egress.SquidImage)
+	f.StringVar(&o.subnetPool, "subnet-pool", orDefault(os.Getenv(envSubnetPool), orchestrate.DefaultSubnetPool),
+		"private IPv4 range (CIDR, /27 or larger) each run's two /28 networks are taken from (env "+envSubnetPool+")")
 	f.StringSliceVar(&o.workloadCmd, "x-workload-cmd", nil, "replace the workload container's command (testing)")
 	f.StringSliceVar(&o.gatewayCmd, "x-gateway-cmd", nil, "replace the gateway container's command (testing)")
 	_ = f.MarkHidden("x-workload-cmd")
@@ -84,6 +89,9 @@ func (o sandboxOptions) validate() error {
 		return usageErrorf("--ready-timeout %s: want a positive duration", o.readyTimeout)
 	case o.runsDir == "":
 		return usageErrorf("--runs-dir: want a directory")
+	}
+	if _, err := o.pool(); err != nil {
+		return err
 	}
 	return o.validateEngine()
 }
@@ -158,4 +166,20 @@ func engineMajor(v string) (int, error) {
 		return 0, fmt.Errorf("reading engine version %q: %w", v, err)
 	}
 	return n, nil
+}
+
+// pool is --subnet-pool (or MCPSIDECAR_SUBNET_POOL), checked.
+func (o sandboxOptions) pool() (netip.Prefix, error) {
+	p, err := orchestrate.ParseSubnetPool(o.subnetPool)
+	if err != nil {
+		return netip.Prefix{}, usageErrorf("--subnet-pool (env %s): %v", envSubnetPool, err)
+	}
+	return p, nil
+}
+
+func orDefault(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -133,8 +134,12 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		}
 		agentEnv = append(agentEnv, dockerx.EnvVar{Name: envProbeContext, Value: string(ctxJSON)})
 	}
+	pool, err := j.o.pool()
+	if err != nil {
+		return orchestrate.Input{}, err
+	}
 	return orchestrate.Input{
-		Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.workload,
+		SubnetPool: pool, Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.workload,
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv, orchestrate.RoleGateway: creds.Gateway},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
@@ -149,6 +154,21 @@ func (j *job) agentContainer() spec.Container {
 func (j *job) createNetworks(ctx context.Context) error {
 	err := j.sess.CreateNetworks(ctx)
 	j.recordContainers()
+	return addressHint(err)
+}
+
+// addressHint turns running out of addresses into exit 5 with a hint: the
+// run's pool is full, or (networks without a subnet) the engine's default
+// pools are.
+func addressHint(err error) error {
+	switch {
+	case errors.Is(err, orchestrate.ErrSubnetPoolExhausted):
+		return withHint(ExitUnavailable, err, "remove networks left by dead runs (mcpsidecar gc), or give the runs a larger "+
+			"or another private range with --subnet-pool or "+envSubnetPool+" (default "+orchestrate.DefaultSubnetPool+")")
+	case errors.Is(err, dockerx.ErrNoAddressPool):
+		return withHint(ExitUnavailable, err, "the engine's default address pools are used up: remove unused networks "+
+			"(docker network prune, mcpsidecar gc), or widen the daemon's default-address-pools")
+	}
 	return err
 }
 
