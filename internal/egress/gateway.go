@@ -121,6 +121,11 @@ func New(opts Options) (*Gateway, error) {
 		IdleTimeout:       g.limits.ReadHeaderTimeout,
 		ConnContext:       rawHeaderContext,
 		ErrorLog:          slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn),
+		// Threat: net/http answers "OPTIONS *" itself, unlogged and
+		// keeping the connection open, so a request pipelined after it
+		// was compared with the OPTIONS header block. Every request,
+		// OPTIONS * included, reaches the gateway's handler.
+		DisableGeneralOptionsHandler: true,
 	}
 	if g.inject != nil {
 		g.injectSrv = g.newInjector(g.inject)

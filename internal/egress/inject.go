@@ -137,6 +137,8 @@ func (g *Gateway) newInjector(in *Injection) *http.Server {
 		ReadHeaderTimeout: g.limits.ReadHeaderTimeout,
 		IdleTimeout:       g.limits.IdleTimeout,
 		ErrorLog:          g.srv.ErrorLog,
+		// As the proxy listener: no request is answered by net/http alone.
+		DisableGeneralOptionsHandler: true,
 	}
 }
 
