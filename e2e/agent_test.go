@@ -74,6 +74,29 @@ func TestAgentOfflineRun(t *testing.T) {
 		agCheckNothingLeft(t, r.id)
 	})
 
+	// A model that makes the mistakes real models make (an extra key, a
+	// mistyped argument, malformed JSON, an unknown tool, reasoning_content
+	// in its replies) gets each one back as a tool result, corrects itself,
+	// and the run succeeds with every refusal recorded.
+	t.Run("sloppy model recovers", func(t *testing.T) {
+		r := s.run(t, "sloppy")
+		if r.err != nil {
+			t.Fatalf("mcpsidecar run: %v\nstdout:\n%s", r.err, r.stdout)
+		}
+		runDir := agOnlyRunDir(t, r.runsDir)
+		agCheckAnswer(t, runDir, r.stdout)
+		refused := 0
+		for _, tr := range agTurns(t, runDir) {
+			if tr.Kind == "tool_call" && strings.HasPrefix(tr.Error, "refused: ") {
+				refused++
+			}
+		}
+		if refused != 3 {
+			t.Errorf("%d refused tool calls in agent-turns.jsonl, want 3", refused)
+		}
+		agCheckNothingLeft(t, r.id)
+	})
+
 	// A question of the user's own, answered without any tool: the seed's
 	// task checks (format read, code-sample search) do not apply, and the
 	// run succeeds.
