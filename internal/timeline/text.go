@@ -8,6 +8,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
 )
 
 // RenderOptions select how [Timeline.Render] prints.
@@ -42,7 +44,13 @@ func (t *Timeline) Render(w io.Writer, opts RenderOptions) error {
 		}
 		return nil
 	}
-	p := &printer{w: w, color: opts.Color, t: t}
+	// Every string printed comes from the run's records, which the
+	// workload wrote in part: only the printer's own colours pass.
+	allowed := []string{}
+	if opts.Color {
+		allowed = termtext.Colours
+	}
+	p := &printer{w: termtext.NewWriter(w, allowed...), color: opts.Color, t: t}
 	if !opts.TimelineOnly {
 		p.header()
 		p.phases()
