@@ -353,7 +353,9 @@ func (j *job) secureRunDir() {
 	for _, st := range j.sess.Plan.Containers {
 		roles = append(roles, st.Role)
 	}
-	if err := j.dir.Secure(roles, os.Getuid(), os.Getgid()); err != nil {
+	changed, err := j.dir.Secure(roles, os.Getuid(), os.Getgid())
+	j.meta.ArtifactProblems = append(j.meta.ArtifactProblems, changed...)
+	if err != nil {
 		d := fmt.Sprintf("the run directory could not be fully secured: %v", err)
 		j.meta.Degradations = append(j.meta.Degradations, d)
 		fmt.Fprintf(j.s.Err, "warning: %s\n", d)

@@ -9,7 +9,10 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
 )
 
 // Dir is one run's directory.
@@ -175,61 +178,95 @@ func (d *Dir) ReadOutput(role, src string) ([]byte, error) {
 // Secure makes what the containers left in each role's output directory
 // safe on the host, once they have stopped: every entry owned by uid:gid
 // (the user who started the run), no setuid, setgid or sticky bit, nothing
-// writable by group or others, device nodes removed. Threat: a workload
-// plants a setuid copy of a binary, or a world-writable folder, that any
-// local user could run or write long after the run (as the container's
-// uid, which owns every run's logs). Links are re-owned, never followed.
-// Problems are returned joined; the walk goes on past them.
-func (d *Dir) Secure(roles []string, uid, gid int) error {
-	var errs []error
+// writable by group or others; links, FIFOs, sockets and devices removed
+// (they are not data; nothing of the host follows them); a name with
+// control characters renamed to its escaped form. Threat: a workload
+// plants a setuid copy of a binary, a world-writable folder, or a name
+// that rewrites a terminal, for a local user to trip over long after the
+// run. What was removed or renamed is returned, to be recorded. The walk
+// goes on past problems, returned joined.
+func (d *Dir) Secure(roles []string, uid, gid int) ([]string, error) {
+	s := securer{d: d, uid: uid, gid: gid}
 	for _, role := range roles {
-		errs = append(errs, d.secureTree(role, uid, gid))
+		s.tree(role)
 	}
-	return errors.Join(errs...)
+	return s.changed, errors.Join(s.errs...)
 }
 
-func (d *Dir) secureTree(rel string, uid, gid int) error {
-	f, err := d.root.OpenFile(rel, os.O_RDONLY|noFollow|nonBlock, 0)
+type securer struct {
+	d        *Dir
+	uid, gid int
+	changed  []string
+	errs     []error
+}
+
+func (s *securer) tree(rel string) {
+	if clean := cleanName(filepath.Base(rel)); clean != filepath.Base(rel) {
+		to := filepath.Join(filepath.Dir(rel), clean)
+		if err := s.d.root.Rename(rel, to); err != nil {
+			s.errs = append(s.errs, fmt.Errorf("renaming %q: %w", rel, err))
+			return
+		}
+		s.changed = append(s.changed, fmt.Sprintf("%s: renamed from a name with control characters", to))
+		rel = to
+	}
+	st, err := s.d.root.Lstat(rel)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil
+		return
 	}
 	if err != nil {
-		// A link (O_NOFOLLOW refuses it) or an unreadable entry: own it
-		// without following it.
-		if lerr := d.root.Lchown(rel, uid, gid); lerr != nil {
-			return fmt.Errorf("securing %s: %w", rel, errors.Join(err, lerr))
+		s.errs = append(s.errs, fmt.Errorf("securing %s: %w", rel, err))
+		return
+	}
+	if !st.Mode().IsRegular() && !st.IsDir() {
+		if err := s.d.root.Remove(rel); err != nil {
+			s.errs = append(s.errs, fmt.Errorf("removing %s: %w", rel, err))
+			return
 		}
-		return nil
+		s.changed = append(s.changed, fmt.Sprintf("%s: removed (%s, not a regular file)", termtext.Clean(rel), st.Mode().Type()))
+		return
+	}
+	s.entry(rel)
+}
+
+// cleanName escapes a file name's control characters, newline and tab
+// included (a name is one line in every listing).
+func cleanName(name string) string {
+	return strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(termtext.Clean(name))
+}
+
+// entry secures one regular file or directory, opened without following
+// a link (one swapped in since Lstat fails to open).
+func (s *securer) entry(rel string) {
+	f, err := s.d.root.OpenFile(rel, os.O_RDONLY|noFollow|nonBlock, 0)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Errorf("securing %s: %w", rel, err))
+		return
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return fmt.Errorf("securing %s: %w", rel, err)
+		s.errs = append(s.errs, fmt.Errorf("securing %s: %w", rel, err))
+		return
 	}
-	mode := st.Mode()
-	if mode&(fs.ModeDevice|fs.ModeCharDevice) != 0 {
-		f.Close()
-		return d.root.Remove(rel)
+	if err := f.Chown(s.uid, s.gid); err != nil && !errors.Is(err, fs.ErrPermission) {
+		s.errs = append(s.errs, fmt.Errorf("owning %s: %w", rel, err))
 	}
-	var errs []error
-	if err := f.Chown(uid, gid); err != nil && !errors.Is(err, fs.ErrPermission) {
-		errs = append(errs, fmt.Errorf("owning %s: %w", rel, err))
-	}
-	safe := mode.Perm() &^ 0o022
-	if mode.IsDir() {
+	safe := st.Mode().Perm() &^ 0o022
+	if st.IsDir() {
 		safe |= 0o700
 	}
 	if err := f.Chmod(safe); err != nil {
-		errs = append(errs, fmt.Errorf("securing the mode of %s: %w", rel, err))
+		s.errs = append(s.errs, fmt.Errorf("securing the mode of %s: %w", rel, err))
 	}
-	if mode.IsDir() {
-		names, err := f.Readdirnames(-1)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("listing %s: %w", rel, err))
-		}
-		for _, n := range names {
-			errs = append(errs, d.secureTree(filepath.Join(rel, n), uid, gid))
-		}
+	if !st.IsDir() {
+		return
 	}
-	return errors.Join(errs...)
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		s.errs = append(s.errs, fmt.Errorf("listing %s: %w", rel, err))
+	}
+	for _, n := range names {
+		s.tree(filepath.Join(rel, n))
+	}
 }

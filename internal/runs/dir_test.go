@@ -207,8 +207,21 @@ func TestSecure(t *testing.T) {
 			return os.Lchown(p, 65532, 65532)
 		}))
 	}
-	if err := d.Secure([]string{"agent", "sidecar"}, os.Getuid(), os.Getgid()); err != nil {
+	mustDo(t, os.WriteFile(filepath.Join(out, "name\x1b]0;PWNED\x07\nrm -rf ~"), []byte("x"), 0o644))
+	changed, err := d.Secure([]string{"agent", "sidecar"}, os.Getuid(), os.Getgid())
+	if err != nil {
 		t.Fatalf("Secure: %v", err)
+	}
+	if len(changed) != 3 {
+		t.Errorf("changed %q, want the link, the FIFO and the renamed name", changed)
+	}
+	for _, gone := range []string{"link", "fifo", "name\x1b]0;PWNED\x07\nrm -rf ~"} {
+		if _, err := os.Lstat(filepath.Join(out, gone)); err == nil {
+			t.Errorf("%q is still there", gone)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(out, `name\x1b]0;PWNED\x07\nrm -rf ~`)); err != nil {
+		t.Errorf("the renamed file: %v", err)
 	}
 	mustDo(t, filepath.Walk(out, func(p string, info fs.FileInfo, err error) error {
 		if err != nil {
@@ -235,5 +248,27 @@ func mustDo(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestLatestAndIDs(t *testing.T) {
+	base := t.TempDir()
+	if _, err := Latest(base); err == nil || !strings.Contains(err.Error(), "no runs in") {
+		t.Fatalf("Latest of an empty dir: %v", err)
+	}
+	if ids := IDs(filepath.Join(base, "missing")); ids == nil || len(ids) != 0 {
+		t.Fatalf("IDs of a missing dir = %#v, want empty", ids)
+	}
+	for _, s := range []int{1, 3, 2} {
+		d, err := Create(base, time.Date(2026, 1, 2, 3, 4, s, 0, time.UTC))
+		must(t, err)
+		d.Close()
+	}
+	got, err := Latest(base)
+	if err != nil || filepath.Base(got) != "run-2026-01-02-03-04-03" {
+		t.Fatalf("Latest = %s, %v", got, err)
+	}
+	if ids := IDs(base); strings.Join(ids, " ") != "run-2026-01-02-03-04-03 run-2026-01-02-03-04-02 run-2026-01-02-03-04-01" {
+		t.Fatalf("IDs = %v", ids)
 	}
 }
