@@ -57,11 +57,11 @@ func writeReport(t *testing.T, name, content string) string {
 func TestReportShowCmd(t *testing.T) {
 	p := writeReport(t, "report.json", reportJSON("violation", "Allowed"))
 	code, out, _ := run(t, "report", "show", p)
-	if code != ExitOK || !strings.Contains(out, "G40    T01") || !strings.Contains(out, "1 probes: 0 pass, 1 violation, 0 unsupported") {
+	if code != ExitViolation || !strings.Contains(out, "G40    T01") || !strings.Contains(out, "1 probes: 0 pass, 1 violation, 0 unsupported") {
 		t.Errorf("show: code %d, out:\n%s", code, out)
 	}
 	code, out, _ = run(t, "report", "show", "--markdown", p)
-	if code != ExitOK || !strings.HasPrefix(out, "# Sandbox Report") || !strings.Contains(out, "## Violations") {
+	if code != ExitViolation || !strings.HasPrefix(out, "# Sandbox Report") || !strings.Contains(out, "## Violations") {
 		t.Errorf("show --markdown: code %d, out:\n%s", code, out)
 	}
 }

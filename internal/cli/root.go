@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/spf13/cobra"
 )
 
@@ -48,13 +49,15 @@ func newRootCmd(s Streams) *cobra.Command {
 beside an MCP server sidecar and an egress gateway, on a private per-run network,
 and leaves a complete, auditable record of what happened.
 
-The sandbox is described by sandbox_spec.toml (a default is built in). Start with:
+The sandbox is described by sandbox_spec.toml: --spec FILE, else
+./sandbox_spec.toml when present, else the built-in default. Start with:
 
   mcpsidecar spec check            validate the spec (every problem, with file:line)
   mcpsidecar spec resolve --out d  see everything the spec turns into
 
-Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 invalid spec,
-4 isolation violation found by the probe suite, 5 environment unavailable.`,
+Exit codes: 0 ok, 1 runtime error (also a workload timeout), 2 usage error,
+3 invalid spec, 4 isolation violation found by the probe suite, 5 environment
+unavailable, 130 interrupted (Ctrl-C).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -64,14 +67,71 @@ Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 invalid spec,
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return withCode(ExitUsage, err)
 	})
-	for _, build := range subcommands {
-		root.AddCommand(build(s))
-	}
+	root.Version = versionLine()
+	root.SetVersionTemplate("{{.Version}}\n")
+	groupCommands(root, subcommands, s)
+	completeFlagValues(root)
 	return root
+}
+
+// flagValues are the values shell completion offers for flags that take
+// one of a fixed set, wherever they appear.
+var flagValues = map[string][]cobra.Completion{
+	"gateway-engine": {orchestrate.EngineOurs, orchestrate.EngineSquid},
+}
+
+// completeFlagValues registers completion for flag values in every
+// command: the fixed sets above, *.toml files for --spec, directories for
+// --runs-dir and --out.
+func completeFlagValues(c *cobra.Command) {
+	for name, values := range flagValues {
+		if c.Flags().Lookup(name) != nil {
+			_ = c.RegisterFlagCompletionFunc(name, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
+	if c.Flags().Lookup("spec") != nil {
+		_ = c.MarkFlagFilename("spec", "toml")
+	}
+	for _, name := range []string{"runs-dir", "out"} {
+		if c.Flags().Lookup(name) != nil {
+			_ = c.MarkFlagDirname(name)
+		}
+	}
+	for _, sub := range c.Commands() {
+		completeFlagValues(sub)
+	}
+}
+
+// Command groups of --help: what a user types, apart from the roles the
+// sandbox runs inside its containers.
+const (
+	groupUser  = "user"
+	groupRoles = "roles"
+)
+
+// roleCommands are the in-container roles; a user never runs them by hand.
+var roleCommands = map[string]bool{"agent": true, "gateway": true, "sidecar": true, "probe": true}
+
+// groupCommands builds every command into root, in the user group or the
+// in-container roles group.
+func groupCommands(root *cobra.Command, builds []func(Streams) *cobra.Command, s Streams) {
+	root.AddGroup(&cobra.Group{ID: groupUser, Title: "Commands:"},
+		&cobra.Group{ID: groupRoles, Title: "In-container roles (started by the sandbox inside its containers, not by hand):"})
+	root.SetHelpCommandGroupID(groupUser)
+	root.SetCompletionCommandGroupID(groupUser)
+	for _, build := range builds {
+		c := build(s)
+		c.GroupID = groupUser
+		if roleCommands[c.Name()] {
+			c.GroupID = groupRoles
+		}
+		root.AddCommand(c)
+	}
 }
 
 // Run executes the command line args and returns the process exit code.
 func Run(ctx context.Context, args []string, s Streams) int {
+	s = safeStreams(args, s)
 	root := newRootCmd(s)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -38,7 +38,7 @@ func TestSandboxCommandsBadInput(t *testing.T) {
 		{"missing baseline", []string{"test-sandbox", "--baseline", filepath.Join(dir, "none.json")}, ExitUsage, "--baseline"},
 		{"no daemon", []string{"doctor", "--runs-dir", runsDir}, ExitUnavailable, "docker"},
 		{"runs show unknown", []string{"runs", "show", "run-1999", "--runs-dir", runsDir}, ExitUsage, `run "run-1999": not found`},
-		{"runs show args", []string{"runs", "show"}, ExitUsage, "accepts 1 arg"},
+		{"runs show args", []string{"runs", "show", "a", "b"}, ExitUsage, "accepts at most 1 arg"},
 		{"gc no daemon", []string{"gc"}, ExitUnavailable, "docker"},
 	}
 	for _, tt := range tests {

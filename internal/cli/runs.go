@@ -36,13 +36,18 @@ func newRunsCmd(s Streams) *cobra.Command {
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	show := &cobra.Command{
-		Use:   "show RUN",
-		Short: "Show one run: summary, verdict, phase timings, the joined timeline and artifact paths",
-		Long:  "show takes a run id (run-...), a unique prefix of one, or a run directory path.",
-		Args:  cobra.ExactArgs(1),
+		Use:   "show [RUN]",
+		Short: "Show one run (the latest by default): summary, verdict, phase timings, the joined timeline and artifact paths",
+		Long:  "show takes a run id (run-...), a unique prefix of one, or a run directory path; without RUN, the latest run.",
+		Args:  cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return runsShow(s, dir, args[0], asJSON)
+			ref := ""
+			if len(args) == 1 {
+				ref = args[0]
+			}
+			return runsShow(s, dir, ref, asJSON)
 		},
+		ValidArgsFunction: completeRunIDs(&dir, 1),
 	}
 	show.Flags().BoolVar(&asJSON, "json", false, "print the joined data: run-metadata.json's fields plus events, probe results and problems")
 	cmd.AddCommand(list, show)
@@ -83,10 +88,37 @@ func verdictWord(v runs.Verdict) string {
 	return "failed"
 }
 
-func runsShow(s Streams, dir, ref string, asJSON bool) error {
-	path, err := runs.Resolve(dir, ref)
+// resolveRun finds the run ref names, or the latest run when ref is
+// empty; a run that cannot be found is a usage error.
+func resolveRun(dir, ref string) (string, error) {
+	var path string
+	var err error
+	if ref == "" {
+		path, err = runs.Latest(dir)
+	} else {
+		path, err = runs.Resolve(dir, ref)
+	}
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return "", withCode(ExitUsage, err)
+	}
+	return path, nil
+}
+
+// completeRunIDs completes up to max positional arguments with the run
+// ids in *dir (read when completing, after flags are parsed).
+func completeRunIDs(dir *string, max int) cobra.CompletionFunc {
+	return func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) >= max {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return runs.IDs(*dir), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+func runsShow(s Streams, dir, ref string, asJSON bool) error {
+	path, err := resolveRun(dir, ref)
+	if err != nil {
+		return err
 	}
 	m, err := runs.ReadMetadata(path)
 	if err != nil {

@@ -14,8 +14,13 @@ func newVersionCmd(s Streams) *cobra.Command {
 		Short: "Print the version of this binary",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(s.Out, "mcpsidecar %s %s/%s %s\n", version.String(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+			_, err := fmt.Fprintln(s.Out, versionLine())
 			return err
 		},
 	}
+}
+
+// versionLine is what `version` and `--version` print.
+func versionLine() string {
+	return fmt.Sprintf("mcpsidecar %s %s/%s %s", version.String(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 }

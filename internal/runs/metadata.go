@@ -220,3 +220,26 @@ func Resolve(runsDir, ref string) (string, error) {
 	}
 	return "", fmt.Errorf("run %q: ambiguous, matches %s", ref, strings.Join(hits, ", "))
 }
+
+// Latest returns the path of the newest run in runsDir.
+func Latest(runsDir string) (string, error) {
+	all, err := List(runsDir)
+	if err != nil {
+		return "", err
+	}
+	if len(all) == 0 {
+		return "", fmt.Errorf("no runs in %s", runsDir)
+	}
+	return all[0].Path, nil
+}
+
+// IDs returns the ids of the runs in runsDir, newest first, for shell
+// completion; an unreadable directory has none.
+func IDs(runsDir string) []string {
+	all, _ := List(runsDir)
+	ids := make([]string, 0, len(all))
+	for _, s := range all {
+		ids = append(ids, s.ID)
+	}
+	return ids
+}
