@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // EnvCABundle is the host variable naming the PEM bundle the image trusts
@@ -52,7 +54,7 @@ type modelError struct {
 // newModelError reads an error response (the body at most 64 KiB).
 func newModelError(u *url.URL, resp *http.Response) *modelError {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	e := &modelError{Status: resp.StatusCode, URL: u, RetryAfter: resp.Header.Get("Retry-After")}
+	e := &modelError{Status: resp.StatusCode, URL: upstreamURL(u), RetryAfter: resp.Header.Get("Retry-After")}
 	text := strings.TrimSpace(string(body))
 	var obj struct {
 		Error *struct {
@@ -64,7 +66,9 @@ func newModelError(u *url.URL, resp *http.Response) *modelError {
 	}
 	switch squid := resp.Header.Get("X-Squid-Error"); {
 	case strings.HasPrefix(text, gatewayDenied):
-		e.Gateway, e.Denied = firstLine(strings.TrimPrefix(text, gatewayDenied)), true
+		// A policy refusal cannot change; the gateway being at capacity
+		// (503) can.
+		e.Gateway, e.Denied = firstLine(strings.TrimPrefix(text, gatewayDenied)), resp.StatusCode != http.StatusServiceUnavailable
 	case strings.HasPrefix(text, gatewayUpstream):
 		e.Gateway = firstLine(strings.TrimPrefix(text, gatewayUpstream))
 	case squid != "":
@@ -77,6 +81,21 @@ func newModelError(u *url.URL, resp *http.Response) *modelError {
 		e.Body = firstLine(text)
 	}
 	return e
+}
+
+// upstreamURL is the model server a request is for. Through the gateway's
+// credential listener (issue 15) the agent's URL is
+// http://egress-gateway:3129/HOST[:PORT]/path: the host to name, and to
+// allow, is HOST (https is the listener's default scheme).
+func upstreamURL(u *url.URL) *url.URL {
+	if u.Host != net.JoinHostPort(spec.GatewayAlias, strconv.Itoa(spec.CredentialPort)) {
+		return u
+	}
+	seg, _, _ := strings.Cut(strings.TrimPrefix(u.Path, "/"), "/")
+	if seg == "" {
+		return u
+	}
+	return &url.URL{Scheme: "https", Host: seg}
 }
 
 // scalar prints a JSON code or param (a string, a number, or null).
@@ -107,7 +126,7 @@ func (e *modelError) Error() string {
 		fmt.Fprintf(&b, "the egress gateway refused the model host %s (%d): %s; to allow it, add %s in the spec",
 			host, e.Status, e.Gateway, specEntry(e.URL))
 	case e.Gateway != "":
-		fmt.Fprintf(&b, "the egress gateway could not reach the model host %s (%d): %s", host, e.Status, e.Gateway)
+		fmt.Fprintf(&b, "the egress gateway answered %d for the model host %s: %s", e.Status, host, e.Gateway)
 	case e.Message != "":
 		fmt.Fprintf(&b, "model API at %s answered %d %s: %s", host, e.Status, http.StatusText(e.Status), e.Message)
 		var attrs []string

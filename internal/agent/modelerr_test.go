@@ -194,3 +194,22 @@ func TestUnknownAuthorityNamesCABundle(t *testing.T) {
 		t.Errorf("Run error %v, want the x509 error and %s", err, EnvCABundle)
 	}
 }
+
+// Through the gateway's credential listener the error names the model
+// host from the path, and the entry that would allow it.
+func TestModelErrorThroughCredentialListener(t *testing.T) {
+	u, _ := url.Parse("http://egress-gateway:3129/models.lan:8000/v1/chat/completions")
+	rec := httptest.NewRecorder()
+	gatewayRefusal(403, "port 8000 is not allowed for models.lan")(rec, httptest.NewRequest("POST", "/", nil))
+	got := newModelError(u, rec.Result()).Error()
+	want := `the egress gateway refused the model host models.lan:8000 (403): port 8000 is not allowed for models.lan; to allow it, add "models.lan:8000" to allowed_domains in the spec`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	u, _ = url.Parse("http://egress-gateway:3129/api.openai.com/v1/chat/completions")
+	rec = httptest.NewRecorder()
+	openAIError(401, "", `{"error":{"message":"Incorrect API key provided.","type":"invalid_request_error","code":"invalid_api_key"}}`)(rec, httptest.NewRequest("POST", "/", nil))
+	if got := newModelError(u, rec.Result()).Error(); !strings.HasPrefix(got, "model API at api.openai.com answered 401") {
+		t.Errorf("got %s, want the model host named", got)
+	}
+}

@@ -29,6 +29,7 @@ func TestRetryTransport(t *testing.T) {
 		{"gateway refusal 403 not retried", []int{-403, 200}, 403, 1},
 		{"gateway refusal 502 not retried", []int{-502, 200}, 502, 1},
 		{"gateway upstream 502 retried", []int{-1502, 200}, 200, 2},
+		{"gateway at capacity 503 retried", []int{-503, 200}, 200, 2},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
