@@ -141,7 +141,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 	return orchestrate.Input{
 		SubnetPool: pool, Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.workload,
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv, orchestrate.RoleGateway: creds.Gateway},
-		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels,
+		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels, Keep: j.o.keep,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
 		HoldInternal: j.oldEngine(), GatewayEngine: j.o.gatewayEngine, SquidImage: j.o.squidImage,
 	}, nil

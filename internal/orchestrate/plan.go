@@ -28,6 +28,8 @@ type Input struct {
 	ExtraMounts map[string][]dockerx.Mount
 	// ExtraLabels are added to every resource (tests add mcpsidecar.test=1).
 	ExtraLabels map[string]string
+	// Keep marks every resource with LabelKept (--keep): gc leaves it.
+	Keep bool
 	// WorkloadArgs are appended to the agent container's command.
 	WorkloadArgs []string
 	// HoldInternal holds every internal-only container at start until the
@@ -177,6 +179,9 @@ func (in Input) labels(role string) map[string]string {
 	}
 	if role != "" {
 		l[LabelRole] = role
+	}
+	if in.Keep {
+		l[LabelKept] = "1"
 	}
 	for k, v := range in.ExtraLabels {
 		if _, taken := l[k]; !taken {
