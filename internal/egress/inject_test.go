@@ -31,7 +31,7 @@ type injectHarness struct {
 
 // startInjector serves a gateway whose credential for example.com:port
 // (the name httptest's certificate carries) goes to the upstream srv.
-func startInjector(t *testing.T, srv *httptest.Server, trust bool, scheme string) *injectHarness {
+func startInjector(t testing.TB, srv *httptest.Server, trust bool, scheme string) *injectHarness {
 	t.Helper()
 	u, _ := url.Parse(srv.URL)
 	p, _ := strconv.Atoi(u.Port())
