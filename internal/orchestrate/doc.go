@@ -5,7 +5,9 @@
 //
 // Decide purely, act thinly: [NewPlan] performs no I/O and is tested field by
 // field without Docker; Apply and Teardown only execute a plan through the
-// dockerx.Engine interface. This package never imports the Docker SDK,
+// dockerx.Engine interface; the one thing they read from the host besides
+// the engine is its addresses and routes (HostPrefixes), which a run's
+// subnets must not shadow. This package never imports the Docker SDK,
 // never reads flags or the environment, and never writes artifacts (the
 // caller does, through internal/runs).
 package orchestrate
