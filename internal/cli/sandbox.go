@@ -50,7 +50,9 @@ type job struct {
 	stderr    capBuffer
 	agentExit *int
 	running   *orchestrate.Running
-	obs       *observer // reads each role's process from outside (sandbox_outside.go)
+	obs       *observer  // reads each role's process from outside (sandbox_outside.go)
+	outCap    *outputCap // stops a role whose output passes its cap (sandbox_outputcap.go)
+	capOver   map[string]string
 }
 
 // runSandbox carries out the whole lifecycle: every phase in order, then
@@ -302,6 +304,7 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	if j.sess != nil {
+		j.capOver = j.stopOutputCap()
 		j.sess.Stop(bg)
 		j.finishObserving()
 		_ = j.phases.do("collect", func() error { return j.collect(bg) })

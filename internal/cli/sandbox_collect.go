@@ -152,6 +152,11 @@ func (j *job) verdict(runErr error) error {
 	if j.sess != nil {
 		v.Checks = append(v.Checks, j.hardeningChecks()...)
 		v.Checks = append(v.Checks, j.bridgeChecks()...)
+		var roles []string
+		for _, st := range j.sess.Plan.Containers {
+			roles = append(roles, st.Role)
+		}
+		v.Checks = append(v.Checks, outputCapChecks(j.capOver, roles)...)
 	}
 	v.OK = len(v.Checks) > 0
 	var failed []string

@@ -152,6 +152,7 @@ func (j *job) agentContainer() spec.Container {
 }
 
 func (j *job) createNetworks(ctx context.Context) error {
+	j.startOutputCap(ctx)
 	err := j.sess.CreateNetworks(ctx)
 	j.recordContainers()
 	return addressHint(err)

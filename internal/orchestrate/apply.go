@@ -433,6 +433,16 @@ func (s *Session) Logs(ctx context.Context, role string, stdout, stderr io.Write
 	return s.Engine.Logs(ctx, c.ID, stdout, stderr)
 }
 
+// Kill stops role's container at once (SIGKILL); its exit is recorded by
+// whoever waits for it.
+func (s *Session) Kill(ctx context.Context, role string) error {
+	c := s.Find(role)
+	if c == nil {
+		return fmt.Errorf("stopping %s: no such container", role)
+	}
+	return s.Engine.KillContainer(ctx, c.ID, "KILL")
+}
+
 // Stop kills the service containers (not yet removed) and records their
 // exit codes, so metadata can say how each ended.
 func (s *Session) Stop(ctx context.Context) {

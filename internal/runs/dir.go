@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
@@ -269,4 +270,37 @@ func (s *securer) entry(rel string) {
 	for _, n := range names {
 		s.tree(filepath.Join(rel, n))
 	}
+}
+
+// Output caps: what one role may leave in its output directory, a bind
+// mount of the host's disk. Threat: a workload fills the host's disk or
+// its inodes (the fsize limit bounds one file, not how many). The harness
+// checks the usage while the run goes on and stops the role past a cap.
+const (
+	MaxOutputBytes   = 256 << 20
+	MaxOutputEntries = 10_000
+)
+
+// Usage measures a role's output directory: bytes allocated on disk and
+// entries, walking without following links and stopping once a cap is
+// passed (so a huge tree costs no more than the cap to measure).
+func (d *Dir) Usage(role string) (bytes int64, entries int, err error) {
+	err = fs.WalkDir(d.root.FS(), role, func(p string, e fs.DirEntry, werr error) error {
+		if werr != nil {
+			return nil // gone or unreadable: not counted
+		}
+		entries++
+		if info, ierr := e.Info(); ierr == nil {
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				bytes += st.Blocks * 512
+			} else {
+				bytes += info.Size()
+			}
+		}
+		if bytes > MaxOutputBytes || entries > MaxOutputEntries {
+			return fs.SkipAll
+		}
+		return nil
+	})
+	return bytes, entries, err
 }

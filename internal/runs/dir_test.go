@@ -4,6 +4,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -270,5 +271,21 @@ func TestLatestAndIDs(t *testing.T) {
 	}
 	if ids := IDs(base); strings.Join(ids, " ") != "run-2026-01-02-03-04-03 run-2026-01-02-03-04-02 run-2026-01-02-03-04-01" {
 		t.Fatalf("IDs = %v", ids)
+	}
+}
+
+func TestUsageStopsAtTheCap(t *testing.T) {
+	d := newRun(t)
+	out := filepath.Join(d.Path, "agent")
+	mustDo(t, os.Mkdir(out, 0o700))
+	for i := range 20 {
+		mustDo(t, os.WriteFile(filepath.Join(out, strconv.Itoa(i)), make([]byte, 8192), 0o644))
+	}
+	b, n, err := d.Usage("agent")
+	if err != nil || n != 21 || b < 20*8192 {
+		t.Errorf("Usage = %d bytes, %d entries, %v; want 21 entries, >= %d bytes", b, n, err, 20*8192)
+	}
+	if _, n, _ := d.Usage("missing"); n != 0 {
+		t.Errorf("a missing directory counted %d entries", n)
 	}
 }
