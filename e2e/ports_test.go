@@ -402,7 +402,7 @@ func TestPortsOfflineRun(t *testing.T) {
 			})
 			runDir := agOnlyRunDir(t, r.runsDir)
 			ptCheckRun(t, s, r, runDir)
-			ptCheckModelDecisions(t, runDir, engine, agModelHost, 8081, agModelHost+":8081")
+			ptCheckModelDecisions(t, runDir, engine, agModelHost, 8081, "", agModelHost+":8081")
 			agCheckNothingLeft(t, r.id)
 		})
 		t.Run(engine+"/host-gateway", func(t *testing.T) {
@@ -421,7 +421,7 @@ func TestPortsOfflineRun(t *testing.T) {
 			r := ptRun(t, s, engine, o)
 			runDir := agOnlyRunDir(t, r.runsDir)
 			ptCheckRun(t, s, r, runDir)
-			ptCheckModelDecisions(t, runDir, engine, netpolicy.HostGateway, port, entry+" "+netpolicy.HostGatewayRule)
+			ptCheckModelDecisions(t, runDir, engine, netpolicy.HostGateway, port, bridge.String(), entry+" "+netpolicy.HostGatewayRule)
 			if len(m.Requests()) < 3 {
 				t.Errorf("the host fake got %d requests, want the whole task", len(m.Requests()))
 			}
@@ -546,9 +546,10 @@ func ptCheckRun(t *testing.T, s agSetup, r agResult, runDir string) {
 
 // ptCheckModelDecisions: every decision of the run is an allow, and each
 // model request of agent-turns.jsonl has one for host:port joined by its
-// correlation id; our gateway names the rule: ruleWant, or ruleWant and
-// more (the IP rule a name needed, the credential it added).
-func ptCheckModelDecisions(t *testing.T, runDir, engine, host string, port int, ruleWant string) {
+// correlation id, dialled to ip when set; our gateway names the rule:
+// ruleWant, or ruleWant and more (the IP rule a name needed, the
+// credential it added).
+func ptCheckModelDecisions(t *testing.T, runDir, engine, host string, port int, ip, ruleWant string) {
 	t.Helper()
 	byID := map[string]egress.Decision{}
 	for _, line := range agLines(t, filepath.Join(runDir, "egress-decisions.jsonl")) {
@@ -574,6 +575,8 @@ func ptCheckModelDecisions(t *testing.T, runDir, engine, host string, port int, 
 		switch {
 		case !ok || int(d.Port) != port:
 			t.Errorf("model request %s has no allowed decision for %s:%d (got %+v)", tr.CorrelationID, host, port, d)
+		case ip != "" && d.ResolvedIP != ip:
+			t.Errorf("model request %s was dialled to %q, want %s", tr.CorrelationID, d.ResolvedIP, ip)
 		case engine == "ours" && !ruleOK:
 			t.Errorf("model request %s allowed by rule %q, want %q", tr.CorrelationID, d.Rule, ruleWant)
 		}
