@@ -37,6 +37,7 @@ func Build(runDir string) (*Timeline, error) {
 	b.readExtras()
 	sortEvents(t.Events)
 	link(t.Events)
+	b.checkClaims()
 	b.finish()
 	t.Problems = r.problems
 	if t.Problems == nil {
@@ -267,6 +268,32 @@ func sortEvents(ev []Event) {
 		sorted[k].Seq = k + 1
 	}
 	copy(ev, sorted)
+}
+
+// agentLocalTools are the agent's own tools, which never reach the
+// sidecar (internal/agent ToolSaveAnswer).
+var agentLocalTools = map[string]bool{"save_answer": true}
+
+// checkClaims compares what the agent says it called with what the sidecar
+// recorded. Threat: agent-turns.jsonl is written by the workload; a
+// hostile one can invent tool calls, or hang its own direct egress under a
+// made-up call by reusing a correlation id. A successful call the
+// sidecar's audit does not have is marked and listed as a problem.
+func (b *builder) checkClaims() {
+	audited := map[string]bool{}
+	for _, e := range b.t.Events {
+		if e.Source == SourceSidecar && e.CorrelationID != "" {
+			audited[e.CorrelationID] = true
+		}
+	}
+	for i := range b.t.Events {
+		e := &b.t.Events[i]
+		if e.Kind != KindAgentToolCall || !e.OK || agentLocalTools[e.Name] || audited[e.CorrelationID] {
+			continue
+		}
+		e.Summary += " (not in the sidecar's audit: the agent's claim only)"
+		b.r.problem(e.File, e.Line, "the agent records a call to %s (correlation id %s) that the sidecar's audit does not have", orDash(e.Name), orDash(e.CorrelationID))
+	}
 }
 
 // finish fills the run's bounds from the events when metadata lacks them.
