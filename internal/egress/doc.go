@@ -15,6 +15,11 @@
 // flags or the environment (internal/cli does), never terminates TLS and
 // never skips TLS verification, and never forwards Proxy-* headers.
 //
+// With an [Injection] it also serves the credential listener
+// ([Gateway.ServeCredentials]): origin-form requests naming a credential's
+// host, accepted only with the run's placeholder, sent on with the real
+// credential through the same checks; the workload never holds the key.
+//
 // It also reads Squid's access log, written in [SquidLogFormat], into the
 // same [Decision] records, so a run with the Squid engine yields the same
 // egress-decisions.jsonl.
