@@ -2,8 +2,8 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
@@ -12,45 +12,68 @@ import (
 )
 
 func newGCCmd(s Streams) *cobra.Command {
-	var asJSON bool
+	var asJSON, kept bool
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove containers and networks left by runs whose process is gone",
 		Long: `gc removes every container, then every network, labelled mcpsidecar=1 whose
 owning process (labels mcpsidecar.pid and mcpsidecar.host) no longer runs on this
-host. Resources of live runs, and of other hosts, are left alone. "mcpsidecar run"
-does this first on its own.`,
+host. Resources of live runs, and of other hosts, are left alone, and so are
+those of runs started with --keep (label mcpsidecar.kept=1) unless --kept is
+given; "mcpsidecar runs rm RUN" removes one kept run. "mcpsidecar run" does a
+gc without --kept first on its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runGC(cmd.Context(), s, asJSON)
+			return runGC(cmd.Context(), s, kept, asJSON)
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON")
+	cmd.Flags().BoolVar(&kept, "kept", false, "also remove what runs started with --keep kept")
 	return cmd
 }
 
-func runGC(ctx context.Context, s Streams, asJSON bool) error {
+// connectEngine opens the Docker engine and checks that it answers; tests
+// replace it with a fake.
+var connectEngine = func(ctx context.Context) (dockerx.Engine, func(), error) {
 	eng, err := dockerx.New()
 	if err != nil {
-		return withHint(ExitUnavailable, err, "set DOCKER_HOST or start the Docker daemon")
+		return nil, nil, withHint(ExitUnavailable, err, "set DOCKER_HOST or start the Docker daemon")
 	}
-	defer eng.Close()
 	if _, err := eng.Version(ctx); err != nil {
-		return withHint(ExitUnavailable, err, "is the Docker daemon running? (DOCKER_HOST)")
+		eng.Close()
+		return nil, nil, withHint(ExitUnavailable, err, "is the Docker daemon running? (DOCKER_HOST)")
 	}
+	return eng, func() { eng.Close() }, nil
+}
+
+// hostSelection selects leftovers of this host's dead harness processes.
+func hostSelection() orchestrate.Selection {
 	host, _ := os.Hostname()
-	got, err := orchestrate.GC(ctx, eng, host, pidAlive)
-	if asJSON {
-		b, _ := json.MarshalIndent(got, "", "  ")
-		fmt.Fprintln(s.Out, string(b))
-	} else {
-		for _, c := range got.Containers {
-			fmt.Fprintf(s.Out, "removed container %s (run %s)\n", c.Name, c.Labels[orchestrate.LabelRun])
-		}
-		for _, n := range got.Networks {
-			fmt.Fprintf(s.Out, "removed network %s (run %s)\n", n.Name, n.Labels[orchestrate.LabelRun])
-		}
-		fmt.Fprintf(s.Out, "gc: removed %d container(s) and %d network(s)\n", len(got.Containers), len(got.Networks))
+	return orchestrate.Selection{Host: host, Alive: pidAlive}
+}
+
+func runGC(ctx context.Context, s Streams, kept, asJSON bool) error {
+	eng, done, err := connectEngine(ctx)
+	if err != nil {
+		return err
 	}
+	defer done()
+	sel := hostSelection()
+	sel.Kept = kept
+	got, err := orchestrate.Sweep(ctx, eng, sel)
+	if asJSON {
+		return writeJSONDoc(s.Out, gcSchema, got)
+	}
+	printRemoved(s.Out, got)
+	fmt.Fprintf(s.Out, "gc: removed %d container(s) and %d network(s)\n", len(got.Containers), len(got.Networks))
 	return err
+}
+
+func printRemoved(w io.Writer, got orchestrate.Collected) {
+	for _, c := range got.Containers {
+		fmt.Fprintf(w, "removed container %s (run %s)\n", c.Name, c.Labels[orchestrate.LabelRun])
+	}
+	for _, n := range got.Networks {
+		fmt.Fprintf(w, "removed network %s (run %s)\n", n.Name, n.Labels[orchestrate.LabelRun])
+	}
 }

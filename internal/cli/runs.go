@@ -18,7 +18,7 @@ func newRunsCmd(s Streams) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "runs",
-		Short: "List past runs and show one",
+		Short: "List past runs, show one, remove or prune them",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return cmd.Help()
@@ -50,7 +50,7 @@ func newRunsCmd(s Streams) *cobra.Command {
 		ValidArgsFunction: completeRunIDs(&dir, 1),
 	}
 	show.Flags().BoolVar(&asJSON, "json", false, "print the joined data: run-metadata.json's fields plus events, probe results and problems")
-	cmd.AddCommand(list, show)
+	cmd.AddCommand(list, show, newRunsRmCmd(s, &dir), newRunsPruneCmd(s, &dir))
 	return cmd
 }
 

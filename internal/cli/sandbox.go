@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -305,7 +306,9 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	defer cancel()
 	if j.sess != nil {
 		j.capOver = j.stopOutputCap()
-		j.sess.Stop(bg)
+		if !j.o.keep { // kept servers (gateway, sidecar) stay up for the user to talk to
+			j.sess.Stop(bg)
+		}
 		j.finishObserving()
 		_ = j.phases.do("collect", func() error { return j.collect(bg) })
 	}
@@ -343,7 +346,8 @@ func (j *job) teardown(ctx context.Context) error {
 	if j.o.keep {
 		j.meta.Kept = true
 		j.meta.RemoveCommand = j.sess.RemoveCommand()
-		fmt.Fprintf(j.s.Err, "kept the sandbox; remove it with:\n  %s\n", j.meta.RemoveCommand[2])
+		fmt.Fprintf(j.s.Err, "kept the sandbox (gc leaves it); remove it with:\n  %s\nor, with its run directory:\n  mcpsidecar runs rm %s --runs-dir %s\n",
+			j.meta.RemoveCommand[2], j.dir.ID, filepath.Dir(j.dir.Path))
 		return nil
 	}
 	return j.sess.Teardown(ctx)
