@@ -244,3 +244,34 @@ func TestPlaceholderToOtherHostRefused(t *testing.T) {
 	agCheckNoSecret(t, runDir, s.key)
 	agCheckNothingLeft(t, r.id)
 }
+
+// TestCredentialSquidKeepsKeyInSandbox: the Squid engine cannot hold
+// credentials (it would have to terminate TLS), so with it the real key
+// is in the agent's environment, as before issue 15, and the run says so
+// in run-metadata.json's degradations.
+func TestCredentialSquidKeepsKeyInSandbox(t *testing.T) {
+	sqBuildImage(t)
+	s := agPrepare(t)
+	r := crStart(t, s, "task", "--gateway-engine", "squid", "--squid-image", sqImage)
+	agentInspect := crInspect(t, r.id, "agent", 2*time.Minute)
+	if err := r.wait(t); err != nil {
+		t.Fatalf("mcpsidecar run --gateway-engine squid: %v\nstdout:\n%s", err, r.stdout.String())
+	}
+	runDir := agOnlyRunDir(t, r.runsDir)
+	agCheckAnswer(t, runDir, r.stdout.String())
+	env := crEnv(t, agentInspect)
+	if env["OPENAI_API_KEY"] != s.key || env["OPENAI_BASE_URL"] != "http://"+agModelHost+"/v1" {
+		t.Errorf("agent OPENAI_API_KEY is not the real key, or OPENAI_BASE_URL = %q is not the host's", env["OPENAI_BASE_URL"])
+	}
+	var md struct {
+		Degradations []string `json:"degradations"`
+	}
+	if err := json.Unmarshal([]byte(agRead(t, filepath.Join(runDir, "run-metadata.json"))), &md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(md.Degradations, "\n"), "the Squid gateway engine cannot hold credentials") {
+		t.Errorf("run-metadata.json degradations %q do not record the key in the sandbox", md.Degradations)
+	}
+	agCheckNoSecret(t, runDir, s.key)
+	agCheckNothingLeft(t, r.id)
+}
