@@ -26,6 +26,9 @@ import (
 // --internal networks from resolving external names.
 const minEngineMajor = 26
 
+// teardownTimeout bounds removing a run's containers and networks.
+const teardownTimeout = 2 * time.Minute
+
 // maxCapture bounds the workload output kept for stdout.txt/stderr.txt.
 const maxCapture = 16 << 20
 
@@ -314,7 +317,12 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	}
 	verdictErr := j.verdict(runErr)
 	if j.sess != nil {
-		_ = j.phases.do("teardown", func() error { return j.teardown(bg) })
+		// Teardown gets a budget of its own: on a busy engine (dozens of
+		// runs at once) stopping and collecting can use up bg's, and a
+		// network removal cut short is a network left behind.
+		td, cancelTD := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
+		_ = j.phases.do("teardown", func() error { return j.teardown(td) })
+		cancelTD()
 		j.secureRunDir()
 	}
 	err := errors.Join(runErr, verdictErr)
