@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,6 +73,13 @@ func TestConcurrentDoctors(t *testing.T) {
 	}
 	RequireNothingLeft(t, label)
 	checkDistinctSubnets(t, dirs)
+	for _, d := range dirs {
+		for _, p := range hxReadMeta(t, hxOnlyRun(t, d)).Phases {
+			if !p.OK {
+				t.Errorf("%s: phase %s failed: %s", d, p.Name, p.Error)
+			}
+		}
+	}
 }
 
 // waitOrKill waits for every run, killing them all after timeout.
@@ -124,5 +132,31 @@ func checkDistinctSubnets(t *testing.T, dirs []string) {
 	}
 	if len(owner) != 2*len(dirs) {
 		t.Errorf("%d distinct /28s among %d runs, want %d", len(owner), len(dirs), 2*len(dirs))
+	}
+}
+
+// TestSubnetPoolExhausted: when another network holds half of a /27 pool,
+// a run cannot get its two /28s; it exits 5 with a hint naming the flag and
+// the variable, and leaves nothing (the one network it made is removed).
+func TestSubnetPoolExhausted(t *testing.T) {
+	NeedDocker(t)
+	id := RandHex(6)
+	label := "mcpsidecar.e2e=" + id
+	CleanupLabelled(t, label)
+	docker(t, "network", "create", "--internal", "--label", TestLabel, "--label", label,
+		"--subnet", "10.213.250.16/28", "mcpsidecar-e2e-"+id)
+	runsDir := filepath.Join(t.TempDir(), "runs")
+	c, code := RunCLI(t, id, nil, "doctor", "--allow-old-engine", "--quiet", "--subnet-pool", "10.213.250.0/27", "--runs-dir", runsDir)
+	if code != 5 {
+		t.Fatalf("doctor exited %d, want 5; stderr:\n%s", code, c.Stderr.String())
+	}
+	for _, want := range []string{"no free subnet left in the pool", "--subnet-pool", "MCPSIDECAR_SUBNET_POOL"} {
+		if !strings.Contains(c.Stderr.String(), want) {
+			t.Errorf("stderr does not say %q:\n%s", want, c.Stderr.String())
+		}
+	}
+	cs, ns := Leftovers(t, label)
+	if len(cs) != 0 || len(ns) != 1 {
+		t.Errorf("left behind: containers %v, networks %v; want only the test's own network", cs, ns)
 	}
 }

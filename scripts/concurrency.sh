@@ -50,6 +50,12 @@ for i in $(seq 1 "$n"); do
     echo "run $i: exit $rc: $(grep -m1 -i 'error' "$tmp/$i.err" || tail -n1 "$tmp/$i.err")"
   fi
 done
+# A run can exit 0 with a failed teardown (recorded in run-metadata.json):
+# list those, since they explain leftovers.
+for m in "$tmp"/runs-*/run-*/run-metadata.json; do
+  [[ -e "$m" ]] || continue
+  jq -r --arg m "$m" '.phases[] | select(.ok == false) | "\($m): phase \(.name) failed: \(.error)"' "$m"
+done
 containers=$(docker ps -aq --filter "label=$label" | wc -l)
 networks=$(docker network ls -q --filter "label=$label" | wc -l)
 printf 'concurrency %d: failures %d, leftovers %d containers %d networks, wall %.1f s\n' \
