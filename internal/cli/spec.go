@@ -264,6 +264,12 @@ func printSummary(w io.Writer, p *spec.Profile, name, out string, files map[stri
 	} else {
 		b.WriteString("egress:       none (no network capability)\n")
 	}
+	if len(p.Credentials) > 0 {
+		b.WriteString("credentials:\n")
+		for _, c := range p.Credentials {
+			fmt.Fprintf(&b, "  %-22s %-10s %s\n", c.FromHost, c.Lives, c.Why)
+		}
+	}
 	b.WriteString("softening ledger:\n")
 	for _, l := range p.Ledger {
 		fmt.Fprintf(&b, "  %-22s %-10s %s\n", l.Capability, l.Layer, l.What)

@@ -33,7 +33,7 @@ const (
 	CapShellAccess  = "shell_access"
 )
 
-// Aliases and ports the roles reach each other by (DESIGN.md).
+// Aliases and ports the roles reach each other by (README.md, topology).
 const (
 	GatewayAlias = "egress-gateway"
 	GatewayPort  = 3128
@@ -107,13 +107,13 @@ type Softening struct {
 
 // Layers named in the ledger.
 const (
-	LayerTopology = "topology"    // which containers and networks exist
-	LayerEgress   = "egress"      // the gateway's allowlist
-	LayerEnv      = "env"         // variables forwarded from the host
-	LayerLandlock = "landlock"    // in-container Landlock rules
-	LayerSpawn    = "no-spawn"    // the execve/execveat filter
-	LayerDocker   = "container"   // docker run options
-	LayerCreds    = "credentials" // where each credential lives
+	LayerTopology = "topology"   // which containers and networks exist
+	LayerEgress   = "egress"     // the gateway's allowlist
+	LayerEnv      = "env"        // variables forwarded from the host
+	LayerLandlock = "landlock"   // in-container Landlock rules
+	LayerSpawn    = "no-spawn"   // the execve/execveat filter
+	LayerDocker   = "container"  // docker run options
+	LayerCreds    = "credential" // where each credential lives
 )
 
 // Container is how the harness creates one role's container (all roles
