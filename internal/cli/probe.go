@@ -64,6 +64,10 @@ func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string
 		}
 		return nil
 	}
+	if getenv(agent.EnvInSandbox) != "1" { // name this role, not the agent
+		return withHint(ExitUsage, fmt.Errorf("mcpsidecar probe runs only inside the sandbox container (%s is not 1)", agent.EnvInSandbox),
+			"on the host use: mcpsidecar test-sandbox")
+	}
 	if err := agent.CheckSandbox(getenv, o.out); err != nil {
 		return withHint(ExitUsage, err, "run the probe suite through: mcpsidecar test-sandbox")
 	}

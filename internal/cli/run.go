@@ -135,8 +135,10 @@ func interrupted(ctx context.Context, err error) error {
 	if ctx.Err() == nil {
 		return err
 	}
-	if err == nil {
-		err = errors.New("interrupted")
+	if err == nil || errors.Is(err, context.Canceled) {
+		// What failed after Ctrl-C failed because of it ("context
+		// canceled", a report never written): no news to the user.
+		return withCode(exitInterrupted, errors.New("interrupted; sandbox torn down"))
 	}
 	return withCode(exitInterrupted, fmt.Errorf("interrupted; sandbox torn down: %w", err))
 }

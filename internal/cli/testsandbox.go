@@ -19,17 +19,22 @@ probe suite ("mcpsidecar probe") with the agent's hardening. The suite writes
 report.json, status.ndjson and done.json, collected into the run directory.
 Exit code 4 when any probe's verdict is "violation".
 
---baseline REPORT compares the new report with an earlier one and lists every
-probe whose verdict changed.`,
+--baseline RUN|FILE compares the new report with an earlier one (a report.json,
+a run directory or a run id) and lists every probe whose verdict changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
 				return err
 			}
 			if o.baseline != "" {
-				if _, err := probe.LoadReport(o.baseline); err != nil {
+				path, err := reportPath(o.runsDir, o.baseline)
+				if err == nil {
+					_, err = loadReportArg(o.runsDir, path)
+				}
+				if err != nil {
 					return usageErrorf("--baseline: %v", err)
 				}
+				o.baseline = path
 			}
 			var runDir string
 			o.runDir = &runDir
@@ -43,7 +48,7 @@ probe whose verdict changed.`,
 	o.addFlags(cmd, false)
 	f := cmd.Flags()
 	f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's raw evidence in report.json (default: removed)")
-	f.StringVar(&o.baseline, "baseline", "", "an earlier report.json to compare the new one with")
+	f.StringVar(&o.baseline, "baseline", "", "an earlier report to compare the new one with: a report.json, a run directory or a run id")
 	return cmd
 }
 
