@@ -64,6 +64,7 @@ func NewPlaceholder() string {
 func Credentials(p *spec.Profile, engine string, getenv func(string) string, placeholder string) (CredentialEnv, error) {
 	var ce CredentialEnv
 	var routes []spec.GatewayCredential
+	seen := map[string]string{}
 	for _, c := range p.Credentials {
 		value := getenv(c.FromHost)
 		if value != "" {
@@ -78,6 +79,12 @@ func Credentials(p *spec.Profile, engine string, getenv func(string) string, pla
 		if err != nil {
 			return CredentialEnv{}, err
 		}
+		// The spec refuses two credentials for one host; the default's
+		// host is only known now, so the check is repeated here.
+		if other, dup := seen[hostOf(route)]; dup {
+			return CredentialEnv{}, fmt.Errorf("credentials %s and %s would both be sent to %s: a host takes one credential", other, c.FromHost, hostOf(route))
+		}
+		seen[hostOf(route)] = c.FromHost
 		ce.Where = append(ce.Where, CredentialPlace{Variable: c.FromHost, Host: hostOf(route), Lives: lives})
 		switch {
 		case lives == spec.LivesSandbox && c.Lives == spec.LivesGateway:

@@ -121,3 +121,32 @@ func TestCredentialsInSandbox(t *testing.T) {
 		})
 	}
 }
+
+// TestCredentialsOneHostOneKey: a declared credential for the host the
+// host's OPENAI_BASE_URL names would give that host two keys; the run
+// stops before anything is created.
+func TestCredentialsOneHostOneKey(t *testing.T) {
+	s, err := spec.Load("t.toml", []byte(`schema_version = 1
+capabilities = ["network", "openai_agents"]
+allowed_domains = ["models.example.com"]
+
+[[credentials]]
+host = "models.example.com"
+header = "X-Api-Key"
+format = "{value}"
+from_host = "MODELS_KEY"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) string {
+		return map[string]string{"OPENAI_BASE_URL": "https://models.example.com/v1"}[k]
+	}
+	if _, err := Credentials(p, EngineOurs, getenv, testPlaceholder); err == nil || !strings.Contains(err.Error(), "one credential") {
+		t.Errorf("got %v, want a refusal of two credentials for models.example.com", err)
+	}
+}
