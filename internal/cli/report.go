@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 
@@ -35,7 +36,7 @@ unique prefix of one) in --runs-dir.`,
 }
 
 func newReportShowCmd(s Streams, dir *string) *cobra.Command {
-	var markdown bool
+	var markdown, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "show RUN|FILE",
 		Short: "Print a probe report as a table (or Markdown), with the number of probes per verdict; exit 4 on a violation",
@@ -45,9 +46,12 @@ func newReportShowCmd(s Streams, dir *string) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if markdown {
+			switch {
+			case asJSON:
+				err = writeJSONDoc(s.Out, reportSchema, newReportDoc(args[0], r))
+			case markdown:
 				err = r.WriteMarkdown(s.Out)
-			} else {
+			default:
 				err = r.WriteTable(s.Out)
 			}
 			if err != nil {
@@ -61,11 +65,69 @@ func newReportShowCmd(s Streams, dir *string) *cobra.Command {
 		ValidArgsFunction: completeRunIDs(dir, 1),
 	}
 	cmd.Flags().BoolVar(&markdown, "markdown", false, "write Markdown instead of a table")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON with the count of probes per verdict")
 	return cmd
 }
 
+// reportDoc is `report show --json`.
+type reportDoc struct {
+	Source string                `json:"source"`
+	Probes int                   `json:"probes"`
+	Counts map[probe.Verdict]int `json:"counts"`
+	Groups []probe.Group         `json:"groups"`
+}
+
+func newReportDoc(source string, r *probe.Report) reportDoc {
+	d := reportDoc{Source: source, Probes: r.Probes(), Counts: map[probe.Verdict]int{}, Groups: r.Groups}
+	for _, v := range []probe.Verdict{probe.Pass, probe.Violation, probe.Unsupported} {
+		d.Counts[v] = 0
+	}
+	maps.Copy(d.Counts, r.Counts())
+	if d.Groups == nil {
+		d.Groups = []probe.Group{}
+	}
+	return d
+}
+
+// diffDoc is `report diff --json`.
+type diffDoc struct {
+	Old     string       `json:"old"`
+	New     string       `json:"new"`
+	Worse   int          `json:"worse"`
+	Changes []diffChange `json:"changes"`
+}
+
+// diffChange is one probe whose result changed; Old or New is "absent"
+// when the probe is missing from that report.
+type diffChange struct {
+	Group string `json:"group"`
+	ID    string `json:"id"`
+	Title string `json:"title"`
+	Old   string `json:"old_verdict"`
+	New   string `json:"new_verdict"`
+	Worse bool   `json:"worse"`
+}
+
+func newDiffDoc(oldName, newName string, changes []probe.Change) diffDoc {
+	d := diffDoc{Old: oldName, New: newName, Changes: []diffChange{}}
+	verdict := func(c *probe.Capability) string {
+		if c == nil {
+			return "absent"
+		}
+		return string(c.Verdict)
+	}
+	for _, c := range changes {
+		if c.Worse {
+			d.Worse++
+		}
+		d.Changes = append(d.Changes, diffChange{Group: c.Group, ID: c.ID, Title: c.Title, Old: verdict(c.Old), New: verdict(c.New), Worse: c.Worse})
+	}
+	return d
+}
+
 func newReportDiffCmd(s Streams, dir *string) *cobra.Command {
-	return &cobra.Command{
+	var asJSON bool
+	cmd := &cobra.Command{
 		Use:   "diff OLD NEW",
 		Short: "List, probe by probe, what changed between two reports; exit 4 when a probe got worse",
 		Long: `diff compares two probe reports (ours or the seed's; each a report.json path, a
@@ -83,7 +145,14 @@ Allowed). Exit code 4 when any probe got worse.`,
 			if err != nil {
 				return err
 			}
-			worse, err := probe.WriteDiff(s.Out, probe.Diff(old, cur))
+			changes := probe.Diff(old, cur)
+			var worse int
+			if asJSON {
+				doc := newDiffDoc(args[0], args[1], changes)
+				worse, err = doc.Worse, writeJSONDoc(s.Out, reportDiffSchema, doc)
+			} else {
+				worse, err = probe.WriteDiff(s.Out, changes)
+			}
 			if err != nil {
 				return err
 			}
@@ -94,6 +163,8 @@ Allowed). Exit code 4 when any probe got worse.`,
 		},
 		ValidArgsFunction: completeRunIDs(dir, 2),
 	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the changes as JSON")
+	return cmd
 }
 
 // loadReportArg loads the report ref names (see reportPath); a missing or

@@ -132,9 +132,11 @@ func groupCommands(root *cobra.Command, builds []func(Streams) *cobra.Command, s
 // Run executes the command line args and returns the process exit code.
 func Run(ctx context.Context, args []string, s Streams) int {
 	s = safeStreams(args, s)
+	out := &countingWriter{w: s.Out}
+	s.Out = out
 	root := newRootCmd(s)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
@@ -145,6 +147,11 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	fmt.Fprintf(s.Err, "mcpsidecar: %v\n", err)
 	if hint != "" {
 		fmt.Fprintf(s.Err, "hint: %s\n", hint)
+	}
+	// Under --json a script reads stdout: when the command failed before
+	// printing its document, it still gets one.
+	if wantsJSON(cmd) && out.n == 0 {
+		_ = writeJSONDoc(s.Out, errorSchema, jsonError{Error: err.Error(), ExitCode: code, Hint: hint})
 	}
 	return code
 }

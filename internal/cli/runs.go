@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -49,7 +48,7 @@ func newRunsCmd(s Streams) *cobra.Command {
 		},
 		ValidArgsFunction: completeRunIDs(&dir, 1),
 	}
-	show.Flags().BoolVar(&asJSON, "json", false, "print the joined data: run-metadata.json's fields plus events, probe results and problems")
+	show.Flags().BoolVar(&asJSON, "json", false, `print {"run": the run as runs list --json shows it, "timeline": the joined events, probe results and problems}`)
 	cmd.AddCommand(list, show, newRunsRmCmd(s, &dir), newRunsPruneCmd(s, &dir))
 	return cmd
 }
@@ -60,13 +59,13 @@ func runsList(s Streams, dir string, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		out := []map[string]any{}
+		doc := struct {
+			Runs []runDoc `json:"runs"`
+		}{Runs: []runDoc{}}
 		for _, r := range all {
-			out = append(out, map[string]any{"id": r.ID, "path": r.Path, "metadata": r.Meta})
+			doc.Runs = append(doc.Runs, newRunDoc(r))
 		}
-		b, _ := json.MarshalIndent(out, "", "  ")
-		fmt.Fprintln(s.Out, string(b))
-		return nil
+		return writeJSONDoc(s.Out, runsListSchema, doc)
 	}
 	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "RUN\tCOMMAND\tVERDICT\tEXIT\tDURATION")
@@ -120,9 +119,9 @@ func runsShow(s Streams, dir, ref string, asJSON bool) error {
 	if err != nil {
 		return err
 	}
-	m, err := runs.ReadMetadata(path)
-	if err != nil {
-		return err
+	m, merr := runs.ReadMetadata(path)
+	if merr != nil && !asJSON {
+		return merr
 	}
 	// The joined timeline (internal/timeline): with --json the whole joined
 	// data, whose top-level fields are run-metadata.json's; otherwise the
@@ -132,7 +131,10 @@ func runsShow(s Streams, dir, ref string, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return tl.Render(s.Out, timeline.RenderOptions{JSON: true})
+		return writeJSONDoc(s.Out, runsShowSchema, struct {
+			Run      runDoc             `json:"run"`
+			Timeline *timeline.Timeline `json:"timeline"`
+		}{newRunDoc(runs.Summary{ID: filepath.Base(path), Path: path, Meta: m, MetaErr: merr}), tl})
 	}
 	fmt.Fprintf(s.Out, "run %s (%s), exit code %d\n", m.RunID, m.Command, m.ExitCode)
 	fmt.Fprintf(s.Out, "started %s, took %s\n", m.Started.Format("2006-01-02 15:04:05Z"), m.Finished.Sub(m.Started).Round(1e6))

@@ -67,8 +67,12 @@ func TestRunsListAndShow(t *testing.T) {
 		}
 	}
 	code, out, _ = run(t, "runs", "show", "--json", filepath.Join(dir, failID), "--runs-dir", dir)
-	var m runs.Metadata
-	if code != 0 || json.Unmarshal([]byte(out), &m) != nil || m.RunID != failID || m.ExitCode != 1 {
+	var doc struct {
+		Schema string `json:"schema"`
+		Run    runDoc `json:"run"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &doc) != nil || doc.Schema != runsShowSchema || doc.Run.Metadata == nil ||
+		doc.Run.Metadata.RunID != failID || doc.Run.Metadata.ExitCode != 1 || !strings.Contains(out, `"timeline": {`) {
 		t.Errorf("runs show --json by path: code %d, %q", code, out)
 	}
 }
