@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/spf13/cobra"
@@ -77,6 +78,10 @@ func newRunDoc(s runs.Summary) runDoc {
 		m := *s.Meta // arrays are [] in our documents, whatever the file held
 		m.Networks, m.Containers, m.Phases = nonNil(m.Networks), nonNil(m.Containers), nonNil(m.Phases)
 		m.Degradations, m.Verdict.Checks = nonNil(m.Degradations), nonNil(m.Verdict.Checks)
+		m.Containers = slices.Clone(m.Containers)
+		for i := range m.Containers {
+			m.Containers[i].Networks, m.Containers[i].Aliases = nonNil(m.Containers[i].Networks), nonNil(m.Containers[i].Aliases)
+		}
 		d.Metadata = &m
 	}
 	return d
