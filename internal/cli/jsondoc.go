@@ -23,6 +23,7 @@ const (
 	reportSchema     = "mcpsidecar.report/v1"
 	reportDiffSchema = "mcpsidecar.report-diff/v1"
 	versionSchema    = "mcpsidecar.version/v1"
+	runSummarySchema = "mcpsidecar.run-summary/v1"
 	errorSchema      = "mcpsidecar.error/v1"
 )
 

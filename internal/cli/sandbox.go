@@ -423,8 +423,7 @@ func (j *job) summary(err error) {
 		if err != nil {
 			out["error"] = err.Error()
 		}
-		b, _ := json.MarshalIndent(out, "", "  ")
-		j.s.Out.Write(append(b, '\n'))
+		_ = writeJSONDoc(j.s.Out, runSummarySchema, out) // jsondoc.go
 		return
 	}
 	fmt.Fprintf(j.s.Err, "run results saved to: %s\n", j.dir.Path)
