@@ -56,7 +56,9 @@ for m in "$tmp"/runs-*/run-*/run-metadata.json; do
   [[ -e "$m" ]] || continue
   jq -r --arg m "$m" '.phases[] | select(.ok == false) | "\($m): phase \(.name) failed: \(.error)"' "$m"
 done
+slowest=$(cat "$tmp"/runs-*/run-*/run-metadata.json 2>/dev/null |
+  jq -s '[.[].phases[] | select(.name == "teardown") | .duration_ms] | max // 0 | . / 1000')
 containers=$(docker ps -aq --filter "label=$label" | wc -l)
 networks=$(docker network ls -q --filter "label=$label" | wc -l)
-printf 'concurrency %d: failures %d, leftovers %d containers %d networks, wall %.1f s\n' \
-  "$n" "$failures" "$containers" "$networks" "$(echo "$end - $start" | bc)"
+printf 'concurrency %d: failures %d, leftovers %d containers %d networks, wall %.1f s, slowest teardown %.1f s\n' \
+  "$n" "$failures" "$containers" "$networks" "$(echo "$end - $start" | bc)" "$slowest"

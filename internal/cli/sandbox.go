@@ -26,8 +26,10 @@ import (
 // --internal networks from resolving external names.
 const minEngineMajor = 26
 
-// teardownTimeout bounds removing a run's containers and networks.
-const teardownTimeout = 2 * time.Minute
+// teardownTimeout bounds removing a run's containers and networks. With 32
+// runs ending together on two cores, Engine 20.10 took over two minutes to
+// remove some networks (each removal rewrites iptables under one lock).
+const teardownTimeout = 5 * time.Minute
 
 // maxCapture bounds the workload output kept for stdout.txt/stderr.txt.
 const maxCapture = 16 << 20
