@@ -148,6 +148,9 @@ func (j *job) verdict(runErr error) error {
 		var c []runs.Check
 		c, err = j.probeVerdict()
 		v.Checks = append(v.Checks, c...)
+		if code, _ := codeOf(err); runErr != nil && code != ExitViolation {
+			err = nil // timed out or interrupted: runErr says so; a missing report follows from it
+		}
 	}
 	if j.sess != nil {
 		v.Checks = append(v.Checks, j.hardeningChecks()...)
@@ -182,7 +185,11 @@ func errText(err error, def string) string {
 
 // probeVerdict reads report.json: a violation anywhere is exit 4.
 func (j *job) probeVerdict() ([]runs.Check, error) {
-	r, err := probe.LoadReport(filepath.Join(j.dir.Path, "report.json"))
+	path := filepath.Join(j.dir.Path, "report.json")
+	r, err := probe.LoadReport(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = fmt.Errorf("the probe suite wrote no report (%s)", path)
+	}
 	if err != nil {
 		return []runs.Check{{Name: "report.json written", Detail: err.Error()}}, err
 	}
