@@ -33,14 +33,20 @@ func newSpecCmd(s Streams) *cobra.Command {
   capabilities = ["network", "mcp_client", "openai_agents"]
   allowed_domains = [".example.com"]      # .x = x and its subdomains; x = x only
   allowed_ip_addresses = []               # addresses or CIDRs, canonical spelling
+  credentials_in_sandbox = false          # true: a softening, the real keys go into the sandbox
   [[environment_variables]]
   name = "MY_VAR"                         # exactly one of value = "..." or from_host = true
   value = "literal"
+  [[credentials]]                         # held by the gateway; the agent gets a placeholder
+  host = "api.example.com"                # the one host it is sent to (must be allowed)
+  header = "Authorization"
+  format = "Bearer {value}"               # {value} exactly once
+  from_host = "EXAMPLE_TOKEN"             # the host variable holding it
 
 Capabilities: network (the egress gateway), mcp_client (the MCP sidecar; needs
-network), openai_agents (adds .openai.com, forwards OPENAI_API_KEY; needs
-network), shell_access (lets the agent start processes). Without FILE or
---spec, ./sandbox_spec.toml is used when present, else the built-in default;
+network), openai_agents (adds .openai.com and OpenAI's credential, OPENAI_API_KEY,
+held by the gateway; needs network), shell_access (lets the agent start processes).
+Without FILE or --spec, ./sandbox_spec.toml is used when present, else the built-in default;
 every command says which one it loaded.`,
 	}
 	cmd.AddCommand(newSpecCheckCmd(s), newSpecResolveCmd(s), newSpecDefaultCmd(s))
