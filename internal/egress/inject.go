@@ -101,11 +101,11 @@ func (in *Injection) validate() error {
 			return fmt.Errorf("credential %d (%s): format %q must hold %s exactly once", i, h, c.Format, CredentialPlaceholderToken)
 		}
 		in.Credentials[i].Host = h
-		if a := in.Credentials[i].authority(); seen[a] {
+		a := in.Credentials[i].authority()
+		if seen[a] {
 			return fmt.Errorf("credential %d: a second credential for %s", i, a)
-		} else {
-			seen[a] = true
 		}
+		seen[a] = true
 	}
 	return nil
 }
