@@ -66,7 +66,29 @@ func runGC(ctx context.Context, s Streams, kept, asJSON bool) error {
 	}
 	printRemoved(s.Out, got)
 	fmt.Fprintf(s.Out, "gc: removed %d container(s) and %d network(s)\n", len(got.Containers), len(got.Networks))
+	if !kept {
+		sayKept(ctx, s, eng, sel)
+	}
 	return err
+}
+
+// sayKept tells how many containers of runs kept with --keep gc left, and
+// how to remove them.
+func sayKept(ctx context.Context, s Streams, eng dockerx.Engine, sel orchestrate.Selection) {
+	cs, err := eng.ListContainers(ctx, map[string]string{orchestrate.LabelKept: "1"})
+	if err != nil {
+		return
+	}
+	sel.Kept = true
+	runsKept := map[string]bool{}
+	for _, c := range cs {
+		if c.Labels[orchestrate.LabelKept] == "1" && sel.Picks(c) {
+			runsKept[c.Labels[orchestrate.LabelRun]] = true
+		}
+	}
+	if len(runsKept) > 0 {
+		fmt.Fprintf(s.Out, "gc: left %d run(s) kept with --keep; remove them with: mcpsidecar gc --kept (or one: mcpsidecar runs rm RUN)\n", len(runsKept))
+	}
 }
 
 func printRemoved(w io.Writer, got orchestrate.Collected) {

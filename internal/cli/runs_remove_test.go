@@ -78,7 +78,8 @@ func TestGCKept(t *testing.T) {
 	}
 	useEngine(t, e)
 	code, out, errs := run(t, "gc")
-	if code != ExitOK || !strings.Contains(out, "removed container c-dead (run run-a)") || strings.Contains(out, "kept") {
+	if code != ExitOK || !strings.Contains(out, "removed container c-dead (run run-a)") || strings.Contains(out, "removed container c-kept") ||
+		!strings.Contains(out, "gc: left 1 run(s) kept with --keep; remove them with: mcpsidecar gc --kept") {
 		t.Fatalf("gc = %d:\n%s%s", code, out, errs)
 	}
 	code, out, errs = run(t, "gc", "--kept", "--json")

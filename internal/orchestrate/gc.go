@@ -29,8 +29,8 @@ type Selection struct {
 	Run string
 }
 
-// picks reports whether r is selected.
-func (s Selection) picks(r dockerx.Resource) bool {
+// Picks reports whether r is selected.
+func (s Selection) Picks(r dockerx.Resource) bool {
 	if r.Labels[LabelApp] != "1" || r.Labels[LabelHost] != s.Host {
 		return false
 	}
@@ -54,7 +54,7 @@ func Orphans(rs []dockerx.Resource, host string, alive func(pid int) bool) []doc
 func (s Selection) filter(rs []dockerx.Resource) []dockerx.Resource {
 	var out []dockerx.Resource
 	for _, r := range rs {
-		if s.picks(r) {
+		if s.Picks(r) {
 			out = append(out, r)
 		}
 	}
