@@ -75,7 +75,11 @@ func runsList(s Streams, dir string, asJSON bool) error {
 			continue
 		}
 		m := r.Meta
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", r.ID, m.Command, verdictWord(m.Verdict), m.ExitCode, m.Finished.Sub(m.Started).Round(1e6))
+		kept := ""
+		if m.Kept {
+			kept = "\tkept (runs rm " + r.ID + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s%s\n", r.ID, m.Command, verdictWord(m.Verdict), m.ExitCode, m.Finished.Sub(m.Started).Round(1e6), kept)
 	}
 	return tw.Flush()
 }

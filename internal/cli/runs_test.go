@@ -38,7 +38,7 @@ func TestRunsListAndShow(t *testing.T) {
 		Containers:   []runs.Container{{Role: "agent", Name: "sandbox-agent-x", ExitCode: &exit, PeakMemoryBytes: 9e6}},
 		Verdict:      runs.Verdict{OK: true, Checks: []runs.Check{{Name: "agent --check exited 0", OK: true}}},
 		Degradations: []string{"old engine"}})
-	failID := writeRun(t, dir, t0.Add(time.Minute), runs.Metadata{Schema: runs.MetadataSchema, Command: "run", ExitCode: 1, Started: t0, Finished: t0})
+	failID := writeRun(t, dir, t0.Add(time.Minute), runs.Metadata{Schema: runs.MetadataSchema, Command: "run", ExitCode: 1, Started: t0, Finished: t0, Kept: true})
 	if err := os.Mkdir(filepath.Join(dir, "run-broken"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestRunsListAndShow(t *testing.T) {
 		t.Fatalf("runs list: %d %s", code, stderr)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 4 || !strings.HasPrefix(lines[1], "run-broken") || !strings.HasPrefix(lines[2], failID) || strings.Join(strings.Fields(lines[3]), " ") != okID+" doctor ok 0 3s" {
+	if len(lines) != 4 || !strings.HasPrefix(lines[1], "run-broken") || !strings.HasPrefix(lines[2], failID) || !strings.HasSuffix(lines[2], "kept (runs rm "+failID+")") || strings.Join(strings.Fields(lines[3]), " ") != okID+" doctor ok 0 3s" {
 		t.Errorf("runs list:\n%s", out)
 	}
 
