@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -25,9 +26,19 @@ type Client struct {
 var _ Engine = (*Client)(nil)
 
 // New connects lazily to the daemon configured by the environment
-// (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH).
+// (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH), or, without
+// DOCKER_HOST, by the Docker CLI context in use (DOCKER_CONTEXT, or the
+// config's currentContext), as the docker command picks it.
 func New() (*Client, error) {
-	api, err := client.New(client.FromEnv)
+	opts := []client.Opt{client.FromEnv}
+	host, err := contextHost(os.Getenv, dockerConfigDir(os.Getenv)) // DOCKER_CONTEXT, docker context use
+	if err != nil {
+		return nil, err
+	}
+	if host != "" {
+		opts = append(opts, client.WithHost(host))
+	}
+	api, err := client.New(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating docker client: %w", err)
 	}
