@@ -179,9 +179,10 @@ func (s agSetup) runWith(t *testing.T, behaviour string, extra ...string) agResu
 	agWrite(t, specFile, `schema_version = 1
 capabilities = ["network", "mcp_client", "openai_agents"]
 allowed_domains = ["`+agModelHost+`", "`+agLearnHost+`"]
-# The fixtures get addresses from Docker's default pools on the run's own
-# egress network; nothing else on these ranges is reachable from it.
-allowed_ip_addresses = ["172.16.0.0/12", "192.168.0.0/16"]
+# The fixtures get addresses on the run's own egress network (the run's
+# subnet pool, 10.213.0.0/16 by default, or Docker's default pools);
+# nothing else on these ranges is reachable from it.
+allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 `)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
