@@ -48,13 +48,13 @@ func contextHost(getenv func(string) string, configDir string) (string, error) {
 	}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", fmt.Errorf("Docker context %q does not exist (see: docker context ls)", name)
+		return "", fmt.Errorf("docker context %q does not exist (see: docker context ls)", name)
 	}
 	if err != nil {
-		return "", fmt.Errorf("Docker context %q: %w", name, err)
+		return "", fmt.Errorf("reading docker context %q: %w", name, err)
 	}
 	if err := json.Unmarshal(b, &meta); err != nil || meta.Endpoints.Docker.Host == "" {
-		return "", fmt.Errorf("Docker context %q: %s names no docker endpoint", name, path)
+		return "", fmt.Errorf("docker context %q: %s names no docker endpoint", name, path)
 	}
 	return meta.Endpoints.Docker.Host, nil
 }

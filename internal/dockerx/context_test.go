@@ -39,7 +39,7 @@ func TestContextHost(t *testing.T) {
 		{"current context", nil, cfg, "unix:///run/current.sock", ""},
 		{"default context", map[string]string{"DOCKER_CONTEXT": "default"}, cfg, "", ""},
 		{"no config", nil, t.TempDir(), "", ""},
-		{"unknown context", map[string]string{"DOCKER_CONTEXT": "nope"}, cfg, "", `Docker context "nope"`},
+		{"unknown context", map[string]string{"DOCKER_CONTEXT": "nope"}, cfg, "", `docker context "nope"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
