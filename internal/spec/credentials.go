@@ -95,13 +95,7 @@ type credEntry struct {
 	fields map[string]*item
 }
 
-func (e *credEntry) path(key string) string {
-	p := fmt.Sprintf("%s[%d]", keyCreds, e.index)
-	if key != "" {
-		p += "." + key
-	}
-	return p
-}
+func (e *credEntry) path(key string) string { return entryPath(keyCreds, e.index, key) }
 
 func (w *walker) credKey(e *credEntry, parts []string, at pos, v *unstable.Node) {
 	key := joinKey(parts)

@@ -38,8 +38,12 @@ func (w *walker) inlineEnv(at pos, v *unstable.Node) {
 	}
 }
 
-func (e *envEntry) path(key string) string {
-	p := fmt.Sprintf("%s[%d]", keyEnv, e.index)
+func (e *envEntry) path(key string) string { return entryPath(keyEnv, e.index, key) }
+
+// entryPath is the key path of one entry of an array of tables, as every
+// problem names it: "environment_variables[2].name".
+func entryPath(table string, index int, key string) string {
+	p := fmt.Sprintf("%s[%d]", table, index)
 	if key != "" {
 		p += "." + key
 	}
