@@ -42,6 +42,9 @@ func Normalize(s *Spec) (js string, hash string, err error) {
 	if s.CredentialsInSandbox {
 		doc["credentials_in_sandbox"] = true
 	}
+	if len(s.MCPServers) > 0 {
+		doc["mcp_servers"] = normalizedServers(s.MCPServers)
+	}
 	var b strings.Builder
 	if err := writePy(&b, doc); err != nil {
 		return "", "", fmt.Errorf("normalising spec: %w", err)

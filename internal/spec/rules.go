@@ -30,6 +30,7 @@ func (w *walker) checkRules() {
 	w.spec.AllowedIPs = values(w.ips)
 	w.checkEnv()
 	w.checkCreds()
+	w.checkMCPServers()
 }
 
 func (w *walker) checkCaps() {

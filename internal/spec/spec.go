@@ -17,6 +17,9 @@ type Spec struct {
 	// CredentialsInSandbox puts the real values in the agent's
 	// environment (a recorded softening) instead of the gateway's.
 	CredentialsInSandbox bool `json:"credentials_in_sandbox,omitempty"`
+	// MCPServers are the [[mcp_servers]] entries, as validated; see
+	// [Spec.Servers] for the default.
+	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
 	// Warnings are things accepted but worth saying (`spec check` prints
 	// them): an entry read differently from how it was written.
 	Warnings []Problem `json:"-"`

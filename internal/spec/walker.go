@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,7 +22,9 @@ const (
 )
 
 var (
-	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox}
+	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox, keyMCPServers}
+	// tables are the spec's arrays of tables, as messages name them.
+	tables  = []string{keyEnv, keyCreds, keyMCPServers}
 	envKeys = []string{keyHost, keyName, keyValue}
 )
 
@@ -62,6 +65,8 @@ type walker struct {
 	inEnv   bool // expressions belong to the last envs entry
 	creds   []*credEntry
 	inCred  bool // expressions belong to the last creds entry
+	mcps    []*mcpEntry
+	inMCP   bool // expressions belong to the last mcps entry
 	inOther bool // expressions belong to an unknown table (already reported)
 }
 
@@ -145,20 +150,35 @@ func (w *walker) known(key string, at pos, path string, want []string) bool {
 	return false
 }
 
+// tablesHint names the spec's tables for an unknown-table message.
+func tablesHint() string {
+	names := make([]string, len(tables))
+	for i, t := range tables {
+		names[i] = "[[" + t + "]]"
+	}
+	return "unknown table; the tables are " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
 func (w *walker) table(e *unstable.Node) {
 	parts, at := w.keyParts(e.Key())
-	w.inEnv, w.inCred, w.inOther = false, false, true
-	if len(parts) == 1 && (parts[0] == keyEnv || parts[0] == keyCreds) {
+	w.inEnv, w.inCred, w.inMCP, w.inOther = false, false, false, true
+	if len(parts) == 1 && slices.Contains(tables, parts[0]) {
 		w.add(at, parts[0], "must be an array of tables: write [[%s]]", parts[0])
 		return
 	}
-	w.add(at, joinKey(parts), "unknown table; the tables are [[environment_variables]] and [[credentials]]")
+	w.add(at, joinKey(parts), "%s", tablesHint())
 }
 
 func (w *walker) arrayTable(e *unstable.Node) {
 	parts, at := w.keyParts(e.Key())
-	w.inEnv, w.inCred, w.inOther = false, false, true
+	w.inEnv, w.inCred, w.inMCP, w.inOther = false, false, false, true
 	key := joinKey(parts)
+	if key == keyMCPServers {
+		w.inMCP, w.inOther = true, false
+		w.seen[keyMCPServers] = at
+		w.mcps = append(w.mcps, &mcpEntry{at: at, index: len(w.mcps), fields: map[string]*item{}})
+		return
+	}
 	if key == keyCreds {
 		w.inCred, w.inOther = true, false
 		w.seen[keyCreds] = at
@@ -166,7 +186,7 @@ func (w *walker) arrayTable(e *unstable.Node) {
 		return
 	}
 	if key != keyEnv {
-		w.add(at, key, "unknown table; the tables are [[environment_variables]] and [[credentials]]")
+		w.add(at, key, "%s", tablesHint())
 		return
 	}
 	w.inEnv, w.inOther = true, false
@@ -183,6 +203,8 @@ func (w *walker) keyValue(e *unstable.Node) {
 		w.envKey(w.envs[len(w.envs)-1], parts, at, e.Value())
 	case w.inCred:
 		w.credKey(w.creds[len(w.creds)-1], parts, at, e.Value())
+	case w.inMCP:
+		w.mcpKey(w.mcps[len(w.mcps)-1], parts, at, e.Value())
 	default:
 		w.topKey(parts, at, e.Value())
 	}
@@ -213,6 +235,8 @@ func (w *walker) topKey(parts []string, at pos, v *unstable.Node) {
 		w.add(at, keyCreds, "write each credential as a [[credentials]] table")
 	case keyCredsInSandbox:
 		w.credsInSandbox(at, v)
+	case keyMCPServers:
+		w.add(at, keyMCPServers, "write each server as a [[mcp_servers]] table")
 	}
 }
 
