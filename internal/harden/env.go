@@ -101,6 +101,7 @@ func (l *Landlock) pathErrors() []error {
 		{"landlock.read_write_dirs", l.ReadWriteDirs},
 		{"landlock.read_write_files", l.ReadWriteFiles},
 		{"landlock.exec_files", l.ExecFiles},
+		{"landlock.exec_dirs", l.ExecDirs},
 	}
 	for _, list := range lists {
 		for i, path := range list.paths {

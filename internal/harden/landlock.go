@@ -21,8 +21,9 @@ const (
 	accessROFile = ll.AccessFSReadFile
 	accessRWDir  = ll.AccessFSReadFile | ll.AccessFSReadDir | ll.AccessFSWriteFile | ll.AccessFSTruncate |
 		ll.AccessFSRemoveFile | ll.AccessFSRemoveDir | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeFifo
-	accessRWFile = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate
-	accessExec   = ll.AccessFSReadFile | ll.AccessFSExecute
+	accessRWFile  = ll.AccessFSReadFile | ll.AccessFSWriteFile | ll.AccessFSTruncate
+	accessExec    = ll.AccessFSReadFile | ll.AccessFSExecute
+	accessExecDir = accessRODir | ll.AccessFSExecute
 
 	accessTCP = ll.AccessNetBindTCP | ll.AccessNetConnectTCP
 )
@@ -65,6 +66,7 @@ func planLandlock(l Landlock, abi int, net bool) landlockPlan {
 	fs(accessRWDir, l.ReadWriteDirs)
 	fs(accessRWFile, append([]string{devNull}, l.ReadWriteFiles...))
 	fs(accessExec, l.ExecFiles)
+	fs(accessExecDir, l.ExecDirs)
 	if net {
 		for _, port := range l.ConnectTCP {
 			plan.rules = append(plan.rules, landlock.ConnectTCP(port))

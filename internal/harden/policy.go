@@ -87,6 +87,9 @@ type Landlock struct {
 	ReadWriteFiles []string `json:"read_write_files"` // e.g. /dev/null
 	// ExecFiles may be executed (the role's own binary, for a re-exec).
 	ExecFiles []string `json:"exec_files,omitempty"`
+	// ExecDirs may be read and their files executed, never written: a
+	// workload image's read-only tree when the spec grants shell_access.
+	ExecDirs []string `json:"exec_dirs,omitempty"`
 
 	// ConnectTCP and BindTCP are the only TCP ports the role may connect
 	// to and bind, where the kernel's ABI has network rules (>= 4).
