@@ -24,7 +24,8 @@ money on a model. The record lands in a run directory like any run's.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return runSandbox(cmd.Context(), s, o)
+			_, err := runSandbox(cmd.Context(), s, o)
+			return err
 		},
 	}
 	o.addFlags(cmd, false)

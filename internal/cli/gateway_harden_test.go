@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -76,7 +77,7 @@ func TestGatewayHardening(t *testing.T) {
 			if !applied {
 				t.Fatal("the gateway did not harden")
 			}
-			if code := exitCodeOf(err); tt.wantCode < 0 && err != nil || tt.wantCode >= 0 && code != tt.wantCode {
+			if code, _ := exitcode.Of(err); tt.wantCode < 0 && err != nil || tt.wantCode >= 0 && code != tt.wantCode {
 				t.Fatalf("got %v (exit %d), want exit %d", err, code, max(tt.wantCode, 0))
 			}
 			if want := "mcpsidecar gateway: hardening degraded: " + deg; !strings.Contains(errb.String(), want) {

@@ -49,7 +49,7 @@ var connectEngine = func(ctx context.Context) (dockerx.Engine, func(), error) {
 // hostSelection selects leftovers of this host's dead harness processes.
 func hostSelection() orchestrate.Selection {
 	host, _ := os.Hostname()
-	return orchestrate.Selection{Host: host, Alive: pidAlive}
+	return orchestrate.Selection{Host: host, Alive: orchestrate.PIDAlive}
 }
 
 func runGC(ctx context.Context, s Streams, kept, asJSON bool) error {

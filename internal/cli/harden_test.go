@@ -72,7 +72,7 @@ func TestSelftestVerdict(t *testing.T) {
 	}
 	err := selftestVerdict([]harden.CheckResult{{Check: harden.Check{Name: "ptrace", Want: "denied"}, Got: "ok"}})
 	var ee *exitError
-	if !errors.As(err, &ee) || ee.code != ExitViolation || !strings.Contains(err.Error(), "ptrace (got ok, want denied)") {
+	if !errors.As(err, &ee) || ee.Code != ExitViolation || !strings.Contains(err.Error(), "ptrace (got ok, want denied)") {
 		t.Errorf("got %v, want exit %d naming ptrace", err, ExitViolation)
 	}
 }

@@ -6,28 +6,29 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
-	"github.com/spf13/cobra"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // exitInterrupted is the conventional exit status after SIGINT (128+2).
-const exitInterrupted = 130
+const exitInterrupted = exitcode.Interrupted
 
-// Environment variables the sandbox commands read on the host.
+// Environment variables the sandbox commands read on the host
+// (internal/sandbox owns them).
 const (
-	envAllowOldEngine = "MCPSIDECAR_ALLOW_OLD_ENGINE" // "1": accept an engine older than 26
-	envImageBinary    = "MCPSIDECAR_IMAGE_BINARY"     // the binary to put in the image (default: this one)
-	envCABundle       = agent.EnvCABundle             // default /etc/ssl/certs/ca-certificates.crt
-	envImageMethod    = "MCPSIDECAR_IMAGE_METHOD"     // "import": skip the classic builder
-	envExtraLabels    = "MCPSIDECAR_LABELS"           // "k=v,k=v" added to every resource (tests)
-	envSubnetPool     = "MCPSIDECAR_SUBNET_POOL"      // the private IPv4 range the runs' networks come from
+	envAllowOldEngine = sandbox.EnvAllowOldEngine // "1": accept an engine older than 26
+	envCABundle       = sandbox.EnvCABundle       // default /etc/ssl/certs/ca-certificates.crt
+	envExtraLabels    = sandbox.EnvExtraLabels    // "k=v,k=v" added to every resource (tests)
+	envSubnetPool     = sandbox.EnvSubnetPool     // the private IPv4 range the runs' networks come from
 )
 
 // sandboxOptions are the flags shared by run, doctor and test-sandbox.
@@ -49,10 +50,79 @@ type sandboxOptions struct {
 
 	serializeEvidence bool
 	baseline          string
-	// runDir, when set, receives the run directory's path.
-	runDir *string
 	// cmdOverride replaces a role's command; hidden flags for tests.
 	workloadCmd, gatewayCmd []string
+}
+
+// options turns the checked flags into the lifecycle's options.
+func (o sandboxOptions) options() (sandbox.Options, error) {
+	pool, err := o.pool()
+	if err != nil {
+		return sandbox.Options{}, err
+	}
+	return sandbox.Options{
+		Command: o.command, Workload: o.workload,
+		LoadSpec: func() (*spec.Spec, string, error) { return loadSpec(o.specFile) }, // spec.go
+		RunsDir:  o.runsDir, Timeout: o.timeout, ReadyTimeout: o.readyTimeout, Keep: o.keep, Quiet: o.quiet,
+		Question: o.question, AllowOldEngine: o.allowOldEngine, GatewayEngine: o.gatewayEngine, SquidImage: o.squidImage,
+		SubnetPool: pool, SerializeEvidence: o.serializeEvidence, WorkloadCmd: o.workloadCmd, GatewayCmd: o.gatewayCmd,
+	}, nil
+}
+
+// runSandbox runs one lifecycle (internal/sandbox) on the engine DOCKER_HOST
+// names, prints where its record is (or, with --json, the summary), and
+// maps an interrupted run to exit 130.
+func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Result, error) {
+	so, err := o.options()
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	var eng dockerx.Engine
+	if c, err := dockerx.New(); err != nil {
+		eng = sandbox.Unavailable(err)
+	} else {
+		defer c.Close()
+		eng = c
+	}
+	out := sandbox.Output{Out: s.Out, Err: s.Err}
+	if o.json {
+		out.Out = s.Err // stdout carries the JSON summary
+	}
+	res, err := sandbox.Run(ctx, eng, so, out)
+	if res.RunDir != "" {
+		summary(s, o, res, err)
+	}
+	return res, interrupted(ctx, err)
+}
+
+// summary prints where the record is, and with --json a machine summary.
+func summary(s Streams, o sandboxOptions, res sandbox.Result, err error) {
+	if o.json {
+		m := res.Metadata
+		out := map[string]any{"run_id": res.RunID, "run_dir": res.RunDir, "exit_code": m.ExitCode,
+			"verdict": m.Verdict, "phases": m.Phases, "image": m.Image, "degradations": m.Degradations}
+		if err != nil {
+			out["error"] = err.Error()
+		}
+		_ = writeJSONDoc(s.Out, runSummarySchema, out) // jsondoc.go
+		return
+	}
+	fmt.Fprintf(s.Err, "run results saved to: %s\n", res.RunDir)
+}
+
+// squid reports whether the gateway engine is Squid.
+func (o sandboxOptions) squid() bool { return o.gatewayEngine == orchestrate.EngineSquid }
+
+func (o sandboxOptions) validateEngine() error {
+	switch o.gatewayEngine {
+	case orchestrate.EngineOurs, orchestrate.EngineSquid:
+	default:
+		return usageErrorf("--gateway-engine %q: want %s or %s", o.gatewayEngine, orchestrate.EngineOurs, orchestrate.EngineSquid)
+	}
+	if o.squid() && o.squidImage == "" {
+		return usageErrorf("--squid-image: want an image name")
+	}
+	return nil
 }
 
 func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
@@ -123,7 +193,8 @@ error says "certificate signed by unknown authority".`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			return runSandbox(cmd.Context(), s, o)
+			_, err := runSandbox(cmd.Context(), s, o)
+			return err
 		},
 	}
 	o.addFlags(cmd, true)
@@ -141,33 +212,6 @@ func interrupted(ctx context.Context, err error) error {
 		return withCode(exitInterrupted, errors.New("interrupted; sandbox torn down"))
 	}
 	return withCode(exitInterrupted, fmt.Errorf("interrupted; sandbox torn down: %w", err))
-}
-
-// extraLabels parses MCPSIDECAR_LABELS ("k=v,k=v").
-func extraLabels(raw string) (map[string]string, error) {
-	out := map[string]string{}
-	if raw == "" {
-		return out, nil
-	}
-	for _, kv := range strings.Split(raw, ",") {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usageErrorf("%s: entry %q: want key=value", envExtraLabels, kv)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
-// engineMajor reads the major version of an engine version string such as
-// "20.10.24+dfsg1" or "27.3.1".
-func engineMajor(v string) (int, error) {
-	head, _, _ := strings.Cut(v, ".")
-	n, err := strconv.Atoi(head)
-	if err != nil {
-		return 0, fmt.Errorf("reading engine version %q: %w", v, err)
-	}
-	return n, nil
 }
 
 // pool is --subnet-pool (or MCPSIDECAR_SUBNET_POOL), checked.

@@ -1,15 +1,10 @@
 package cli
 
 import (
-	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
-	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 )
 
 // TestSubnetPoolFlag: a bad pool is a usage error naming the flag and the
@@ -44,27 +39,6 @@ func TestSubnetPoolFlag(t *testing.T) {
 			}
 			if _, err := os.Stat(runsDir); err == nil {
 				t.Errorf("a runs directory was created")
-			}
-		})
-	}
-}
-
-func TestAddressHint(t *testing.T) {
-	tests := []struct {
-		err      error
-		wantCode int
-		wantHint string
-	}{
-		{fmt.Errorf("creating network n: %w: every /28 of 10.213.0.0/16 is taken", orchestrate.ErrSubnetPoolExhausted),
-			ExitUnavailable, "--subnet-pool or " + envSubnetPool},
-		{fmt.Errorf("creating network n: %w", dockerx.ErrNoAddressPool), ExitUnavailable, "default-address-pools"},
-		{errors.New("creating network n: permission denied"), ExitRuntime, ""},
-	}
-	for _, tt := range tests {
-		t.Run(tt.err.Error(), func(t *testing.T) {
-			code, hint := codeOf(addressHint(tt.err))
-			if code != tt.wantCode || !strings.Contains(hint, tt.wantHint) {
-				t.Errorf("got %d %q, want %d and a hint with %q", code, hint, tt.wantCode, tt.wantHint)
 			}
 		})
 	}

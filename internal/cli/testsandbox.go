@@ -36,11 +36,9 @@ a run directory or a run id) and lists every probe whose verdict changed.`,
 				}
 				o.baseline = path
 			}
-			var runDir string
-			o.runDir = &runDir
-			err := runSandbox(cmd.Context(), s, o)
-			if o.baseline != "" && runDir != "" && cmd.Context().Err() == nil {
-				compareBaseline(s, o.baseline, runDir)
+			res, err := runSandbox(cmd.Context(), s, o)
+			if o.baseline != "" && res.RunDir != "" && cmd.Context().Err() == nil {
+				compareBaseline(s, o.baseline, res.RunDir)
 			}
 			return err
 		},

@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"bytes"
@@ -32,7 +32,7 @@ func TestOutputCapStopsARole(t *testing.T) {
 		}
 	}
 	var errb bytes.Buffer
-	j := &job{dir: dir, s: Streams{Err: &errb}}
+	j := &job{dir: dir, s: Output{Err: &errb}}
 	var killed []string
 	oc := &outputCap{over: map[string]string{}, kill: func(_ context.Context, role string) error {
 		killed = append(killed, role)

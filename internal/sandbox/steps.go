@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"context"
@@ -13,22 +13,21 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // makeRunDir creates the run directory, writes what the host knows before
 // anything starts, creates each role's output directory and plans the run.
-func (j *job) makeRunDir(context.Context) error {
-	dir, err := runs.Create(j.o.runsDir, time.Now())
+func (j *job) makeRunDir(ctx context.Context) error {
+	dir, err := runs.Create(j.o.RunsDir, time.Now())
 	if err != nil {
 		return err
 	}
 	j.dir = dir
-	if j.o.runDir != nil {
-		*j.o.runDir = dir.Path
-	}
 	if err := j.writeHostArtifacts(); err != nil {
 		return err
 	}
@@ -36,6 +35,11 @@ func (j *job) makeRunDir(context.Context) error {
 	in, err := j.planInput()
 	if err != nil {
 		return err
+	}
+	if j.o.PlanInput != nil {
+		if err := j.o.PlanInput(&in); err != nil {
+			return err
+		}
 	}
 	plan, err := orchestrate.NewPlan(in)
 	if err != nil {
@@ -56,7 +60,31 @@ func (j *job) makeRunDir(context.Context) error {
 	j.sess.Release = func(st orchestrate.Step) error {
 		return j.dir.Write(filepath.Join(st.Role, orchestrate.HoldFile), nil)
 	}
+	j.startWatch(ctx)
 	return nil
+}
+
+// startWatch starts Options.Watch, if any, on the run directory.
+func (j *job) startWatch(ctx context.Context) {
+	if j.o.Watch == nil {
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	j.watchStop, j.watchDone = cancel, make(chan struct{})
+	go func() {
+		defer close(j.watchDone)
+		j.o.Watch(wctx, j.dir.Path)
+	}()
+}
+
+// stopWatch ends Options.Watch and waits for it.
+func (j *job) stopWatch() {
+	if j.watchStop == nil {
+		return
+	}
+	j.watchStop()
+	<-j.watchDone
+	j.watchStop = nil
 }
 
 // dropDefaultRoute removes the default route an old engine gives a
@@ -77,7 +105,7 @@ func (j *job) dropDefaultRoute(_ context.Context, role string, pid int) error {
 func (j *job) writeHostArtifacts() error {
 	p := j.profile
 	sandboxSpec := map[string]any{"spec": p.Spec, "source": p.Spec.Source, "image_name": j.image.Tag,
-		"test_sandbox": j.o.workload == orchestrate.WorkloadProbe}
+		"test_sandbox": j.o.Workload == orchestrate.WorkloadProbe}
 	files := []struct {
 		name string
 		data any
@@ -114,7 +142,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 	host, _ := os.Hostname()
 	agentEnv, secrets := forwardEnv(j.agentContainer().ForwardEnv, j.getenv)
 	j.secrets = append(j.secrets, secrets...)
-	creds, err := orchestrate.Credentials(j.profile, j.o.gatewayEngine, j.getenv, orchestrate.NewPlaceholder())
+	creds, err := orchestrate.Credentials(j.profile, j.o.GatewayEngine, j.getenv, orchestrate.NewPlaceholder())
 	if err != nil {
 		return orchestrate.Input{}, err
 	}
@@ -124,26 +152,23 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
 	}
 	agentEnv = append(agentEnv, creds.Agent...)
-	if j.o.question != "" {
-		agentEnv = append(agentEnv, dockerx.EnvVar{Name: orchestrate.EnvQuestion, Value: j.o.question})
+	if j.o.Question != "" {
+		agentEnv = append(agentEnv, dockerx.EnvVar{Name: orchestrate.EnvQuestion, Value: j.o.Question})
 	}
-	if j.o.workload == orchestrate.WorkloadProbe {
+	if j.o.Workload == orchestrate.WorkloadProbe {
 		ctxJSON, err := json.Marshal(j.probeContext())
 		if err != nil {
 			return orchestrate.Input{}, fmt.Errorf("encoding the probe context: %w", err)
 		}
-		agentEnv = append(agentEnv, dockerx.EnvVar{Name: envProbeContext, Value: string(ctxJSON)})
+		agentEnv = append(agentEnv, dockerx.EnvVar{Name: probe.ContextEnv, Value: string(ctxJSON)})
 	}
-	pool, err := j.o.pool()
-	if err != nil {
-		return orchestrate.Input{}, err
-	}
+	pool := j.o.SubnetPool
 	return orchestrate.Input{
-		SubnetPool: pool, Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.workload,
+		SubnetPool: pool, Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.Workload,
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv, orchestrate.RoleGateway: creds.Gateway},
-		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels, Keep: j.o.keep,
+		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels, Keep: j.o.Keep,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
-		HoldInternal: j.oldEngine(), GatewayEngine: j.o.gatewayEngine, SquidImage: j.o.squidImage,
+		HoldInternal: j.oldEngine(), GatewayEngine: j.o.GatewayEngine, SquidImage: j.o.SquidImage,
 	}, nil
 }
 
@@ -164,10 +189,10 @@ func (j *job) createNetworks(ctx context.Context) error {
 func addressHint(err error) error {
 	switch {
 	case errors.Is(err, orchestrate.ErrSubnetPoolExhausted):
-		return withHint(ExitUnavailable, err, "remove networks left by dead runs (mcpsidecar gc), or give the runs a larger "+
-			"or another private range with --subnet-pool or "+envSubnetPool+" (default "+orchestrate.DefaultSubnetPool+")")
+		return exitcode.WithHint(exitcode.Unavailable, err, "remove networks left by dead runs (mcpsidecar gc), or give the runs a larger "+
+			"or another private range with --subnet-pool or "+EnvSubnetPool+" (default "+orchestrate.DefaultSubnetPool+")")
 	case errors.Is(err, dockerx.ErrNoAddressPool):
-		return withHint(ExitUnavailable, err, "the engine's default address pools are used up: remove unused networks "+
+		return exitcode.WithHint(exitcode.Unavailable, err, "the engine's default address pools are used up: remove unused networks "+
 			"(docker network prune, mcpsidecar gc), or widen the daemon's default-address-pools")
 	}
 	return err
@@ -178,7 +203,7 @@ func addressHint(err error) error {
 func (j *job) startRole(role string) func(context.Context) error {
 	return func(ctx context.Context) error {
 		start := time.Now()
-		err := j.sess.StartService(ctx, role, j.o.readyTimeout)
+		err := j.sess.StartService(ctx, role, j.o.ReadyTimeout)
 		j.observeRole(role)
 		action := "create, start, GET /healthz on the container's own loopback until 200"
 		if st, _ := j.sess.Step(role); st.Ready != nil && st.Ready.TCP {
@@ -243,18 +268,14 @@ func (j *job) logTail(ctx context.Context, role string) string {
 }
 
 func (j *job) startAgent(ctx context.Context) error {
-	var stdout io.Writer = j.s.Out
-	if j.o.json {
-		stdout = j.s.Err // stdout carries the JSON summary
-	}
-	w, err := j.sess.StartWorkload(ctx, orchestrate.RoleAgent, io.MultiWriter(stdout, &j.stdout), io.MultiWriter(j.s.Err, &j.stderr))
+	w, err := j.sess.StartWorkload(ctx, orchestrate.RoleAgent, io.MultiWriter(j.s.Out, &j.stdout), io.MultiWriter(j.s.Err, &j.stderr))
 	j.running = w
 	j.observeRole(orchestrate.RoleAgent)
 	return err
 }
 
 func (j *job) waitAgent(ctx context.Context) error {
-	code, err := j.sess.Wait(ctx, j.running, j.o.timeout)
+	code, err := j.sess.Wait(ctx, j.running, j.o.Timeout)
 	if c := j.sess.Find(orchestrate.RoleAgent); c != nil && c.ExitCode != nil {
 		j.agentExit = c.ExitCode
 	}
@@ -265,7 +286,7 @@ func (j *job) waitAgent(ctx context.Context) error {
 }
 
 func (j *job) workloadArgs() []string {
-	if j.o.workload == orchestrate.WorkloadProbe && j.o.serializeEvidence {
+	if j.o.Workload == orchestrate.WorkloadProbe && j.o.SerializeEvidence {
 		return []string{"--serialize-evidence"}
 	}
 	return nil
@@ -273,11 +294,11 @@ func (j *job) workloadArgs() []string {
 
 func (j *job) cmdOverride() map[string][]string {
 	o := map[string][]string{}
-	if j.o.workloadCmd != nil {
-		o[orchestrate.RoleAgent] = j.o.workloadCmd
+	if j.o.WorkloadCmd != nil {
+		o[orchestrate.RoleAgent] = j.o.WorkloadCmd
 	}
-	if j.o.gatewayCmd != nil {
-		o[orchestrate.RoleGateway] = j.o.gatewayCmd
+	if j.o.GatewayCmd != nil {
+		o[orchestrate.RoleGateway] = j.o.GatewayCmd
 	}
 	return o
 }

@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"errors"
@@ -124,7 +124,7 @@ func (j *job) hardeningChecks() []runs.Check {
 }
 
 func (j *job) hardenPolicy(role string) harden.Policy {
-	if role == orchestrate.RoleAgent && j.o.workload == orchestrate.WorkloadProbe {
+	if role == orchestrate.RoleAgent && j.o.Workload == orchestrate.WorkloadProbe {
 		return j.profile.Probe().Harden
 	}
 	return j.profile.Containers[role].Harden
@@ -230,7 +230,7 @@ func (j *job) finishObserving() {
 	}
 	slices.Sort(roles)
 	for _, r := range roles {
-		if ob := seen[r]; !ob.Seen && !j.o.quiet {
+		if ob := seen[r]; !ob.Seen && !j.o.Quiet {
 			fmt.Fprintf(j.s.Err, "note: %s hardening %s\n", r, ob.Detail)
 		}
 	}

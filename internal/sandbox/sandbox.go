@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"bytes"
@@ -7,15 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -34,10 +36,90 @@ const teardownTimeout = 5 * time.Minute
 // maxCapture bounds the workload output kept for stdout.txt/stderr.txt.
 const maxCapture = 16 << 20
 
+// Environment variables the lifecycle reads on the host (through
+// [Options].Getenv).
+const (
+	EnvAllowOldEngine = "MCPSIDECAR_ALLOW_OLD_ENGINE" // "1": accept an engine older than 26 (read by cli for the flag's default)
+	EnvImageBinary    = "MCPSIDECAR_IMAGE_BINARY"     // the binary to put in the image (default: this one)
+	EnvCABundle       = agent.EnvCABundle             // default /etc/ssl/certs/ca-certificates.crt
+	EnvImageMethod    = "MCPSIDECAR_IMAGE_METHOD"     // "import": skip the classic builder
+	EnvExtraLabels    = "MCPSIDECAR_LABELS"           // "k=v,k=v" added to every resource (tests)
+	EnvSubnetPool     = "MCPSIDECAR_SUBNET_POOL"      // the private IPv4 range the runs' networks come from (read by cli)
+)
+
+// Options say what one lifecycle (run, doctor or test-sandbox) does. cli
+// fills them from flags and checks them before [Run]; the zero value of
+// every optional field is the ordinary behaviour.
+type Options struct {
+	Command  string               // "run", "doctor", "test-sandbox": recorded in run-metadata.json
+	Workload orchestrate.Workload // what the agent-role container runs
+	// LoadSpec returns the sandbox spec and the name messages use for it
+	// (its path, or "built-in default"); the "spec" phase calls it.
+	LoadSpec     func() (*spec.Spec, string, error)
+	RunsDir      string        // the directory that holds the run directories
+	Timeout      time.Duration // the workload is killed after this long
+	ReadyTimeout time.Duration // how long the gateway and sidecar may take to become ready
+	Keep         bool          // leave containers and networks (servers up) after the run
+	Quiet        bool          // no progress lines (warnings are still printed)
+	Question     string        // the agent's question (run only); "" is the seed's
+	// AllowOldEngine accepts an engine older than 26, recorded as a
+	// degradation.
+	AllowOldEngine bool
+	GatewayEngine  string       // orchestrate.EngineOurs or EngineSquid
+	SquidImage     string       // the Squid image for EngineSquid; never pulled
+	SubnetPool     netip.Prefix // where the run's networks come from (orchestrate.ParseSubnetPool)
+	// SerializeEvidence keeps each probe's raw evidence in report.json
+	// (test-sandbox).
+	SerializeEvidence bool
+	// WorkloadCmd and GatewayCmd replace the agent-role or gateway
+	// container's command (tests only).
+	WorkloadCmd, GatewayCmd []string
+	// Getenv reads the host's environment; nil is os.Getenv.
+	Getenv func(string) string
+
+	// Hooks, each optional. They let a feature join the lifecycle without
+	// a phase of its own; doc.go says where each one is called.
+
+	// PlanInput may change the plan's input after the lifecycle has
+	// gathered it and before the plan is built: add environment for a
+	// role (in.Env), another image or command for the agent-role
+	// container (in.CmdOverride, in.Image), labels. An error fails the
+	// run-dir phase.
+	PlanInput func(in *orchestrate.Input) error
+	// Watch, when set, runs in its own goroutine from the moment the run
+	// directory and the plan exist until the workload has ended (before
+	// collect): ctx is cancelled then, and Run waits for Watch to return.
+	// It may read the run directory (runDir) to print progress; it must
+	// not write there.
+	Watch func(ctx context.Context, runDir string)
+	// OnPhase is called after each phase with its record (the same one
+	// run-metadata.json gets).
+	OnPhase func(runs.Phase)
+	// Checks, when set, adds host-side checks to the verdict once the
+	// artifacts are collected (runDir holds them).
+	Checks func(runDir string, m *runs.Metadata) []runs.Check
+}
+
+// Output is where a lifecycle writes: the workload's stdout to Out, the
+// workload's stderr, progress lines and warnings to Err.
+type Output struct {
+	Out io.Writer
+	Err io.Writer
+}
+
+// Result is what a lifecycle left.
+type Result struct {
+	// RunID and RunDir name the run directory; both are "" when the run
+	// failed before it was made (a bad spec, no engine).
+	RunID, RunDir string
+	// Metadata is what run-metadata.json holds.
+	Metadata runs.Metadata
+}
+
 // job is one sandbox lifecycle (run, doctor or test-sandbox) in progress.
 type job struct {
-	s       Streams
-	o       sandboxOptions
+	s       Output
+	o       Options
 	getenv  func(string) string
 	started time.Time
 	phases  *phaseLog
@@ -56,24 +138,44 @@ type job struct {
 	stderr    capBuffer
 	agentExit *int
 	running   *orchestrate.Running
-	obs       *observer  // reads each role's process from outside (sandbox_outside.go)
-	outCap    *outputCap // stops a role whose output passes its cap (sandbox_outputcap.go)
+	obs       *observer  // reads each role's process from outside (outside.go)
+	outCap    *outputCap // stops a role whose output passes its cap (outputcap.go)
 	capOver   map[string]string
+	watchStop context.CancelFunc // ends Options.Watch
+	watchDone chan struct{}
 }
 
-// runSandbox carries out the whole lifecycle: every phase in order, then
-// artifacts and teardown on every path.
-func runSandbox(ctx context.Context, s Streams, o sandboxOptions) error {
-	j := &job{s: s, o: o, getenv: os.Getenv, started: time.Now().UTC()}
-	j.phases = &phaseLog{w: s.Err, quiet: o.quiet}
-	j.meta = runs.Metadata{Schema: runs.MetadataSchema, Command: o.command, Started: j.started,
+// Run carries out one whole lifecycle on engine: every phase in order,
+// then artifacts and teardown on every path. The error is the run's own;
+// when ctx was cancelled (a signal), the caller says so (cli: exit 130),
+// and Result.Metadata.ExitCode is already exitcode.Interrupted. engine is
+// used, never closed; [Unavailable] stands for one that could not be
+// opened.
+func Run(ctx context.Context, engine dockerx.Engine, o Options, out Output) (Result, error) {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	j := &job{s: out, o: o, getenv: getenv, engine: engine, started: time.Now().UTC()}
+	j.phases = &phaseLog{w: out.Err, quiet: o.Quiet, on: o.OnPhase}
+	j.meta = runs.Metadata{Schema: runs.MetadataSchema, Command: o.Command, Started: j.started,
 		Networks: []runs.Network{}, Containers: []runs.Container{}, Degradations: []string{}}
 	err := j.execute(ctx)
 	err = j.finish(ctx, err)
-	if c, ok := j.engine.(*dockerx.Client); ok {
-		c.Close()
+	res := Result{Metadata: j.meta}
+	if j.dir != nil {
+		res.RunID, res.RunDir = j.dir.ID, j.dir.Path
 	}
-	return interrupted(ctx, err)
+	return res, err
+}
+
+// Unavailable is an engine that could not be opened (dockerx.New failed):
+// the preflight phase fails with err, exit 5, as it would have opening it.
+func Unavailable(err error) dockerx.Engine { return unavailable{err: err} }
+
+type unavailable struct {
+	dockerx.Engine // nil: no call reaches it, preflight stops first
+	err            error
 }
 
 // execute runs the phases up to the workload's exit.
@@ -111,28 +213,26 @@ func (j *job) execute(ctx context.Context) error {
 func (j *job) loadSpec(context.Context) error {
 	var name string
 	var err error
-	j.spec, name, err = loadSpec(j.o.specFile) // spec.go: --spec, ./sandbox_spec.toml, or built-in
-	if !j.o.quiet && name != "" {
+	j.spec, name, err = j.o.LoadSpec() // cli: --spec, ./sandbox_spec.toml, or built-in
+	if !j.o.Quiet && name != "" {
 		fmt.Fprintf(j.s.Err, "spec: %s\n", name)
 	}
 	if err == nil {
 		j.profile, err = spec.Resolve(j.spec)
 	}
 	if err != nil {
-		return withCode(ExitInvalidSpec, err)
+		return exitcode.With(exitcode.InvalidSpec, err)
 	}
 	return nil
 }
 
 func (j *job) preflight(ctx context.Context) error {
-	eng, err := dockerx.New()
-	if err != nil {
-		return withHint(ExitUnavailable, err, "set DOCKER_HOST or start the Docker daemon")
+	if u, ok := j.engine.(unavailable); ok {
+		return exitcode.WithHint(exitcode.Unavailable, u.err, "set DOCKER_HOST or start the Docker daemon")
 	}
-	j.engine = eng
-	v, err := eng.Version(ctx)
+	v, err := j.engine.Version(ctx)
 	if err != nil {
-		return withHint(ExitUnavailable, err, "is the Docker daemon running and is its socket readable by you? (DOCKER_HOST)")
+		return exitcode.WithHint(exitcode.Unavailable, err, "is the Docker daemon running and is its socket readable by you? (DOCKER_HOST)")
 	}
 	j.meta.Engine = runs.Engine{Version: v.Version, APIVersion: v.APIVersion}
 	if err := j.checkEngine(v); err != nil {
@@ -141,7 +241,7 @@ func (j *job) preflight(ctx context.Context) error {
 	if err := j.checkHost(); err != nil {
 		return err
 	}
-	if j.labels, err = extraLabels(j.getenv(envExtraLabels)); err != nil {
+	if j.labels, err = extraLabels(j.getenv(EnvExtraLabels)); err != nil {
 		return err
 	}
 	j.gc(ctx)
@@ -153,16 +253,16 @@ func (j *job) preflight(ctx context.Context) error {
 func (j *job) checkEngine(v dockerx.EngineVersion) error {
 	major, err := engineMajor(v.Version)
 	if err != nil {
-		return withCode(ExitUnavailable, err)
+		return exitcode.With(exitcode.Unavailable, err)
 	}
 	if major >= minEngineMajor {
 		return nil
 	}
 	msg := fmt.Sprintf("Docker Engine %s is older than %d: such engines let containers on --internal networks resolve external names, "+
 		"and give them a default route (what is sent through it is dropped by Docker's isolation rules)", v.Version, minEngineMajor)
-	if !j.o.allowOldEngine {
-		return withHint(ExitUnavailable, errors.New(msg),
-			"upgrade Docker Engine, or accept the risk with --allow-old-engine ("+envAllowOldEngine+"=1)")
+	if !j.o.AllowOldEngine {
+		return exitcode.WithHint(exitcode.Unavailable, errors.New(msg),
+			"upgrade Docker Engine, or accept the risk with --allow-old-engine ("+EnvAllowOldEngine+"=1)")
 	}
 	d := msg + "; accepted by --allow-old-engine: internal containers get an unroutable upstream DNS server, " +
 		"and are held at start until the harness has removed their default route"
@@ -174,15 +274,15 @@ func (j *job) checkEngine(v dockerx.EngineVersion) error {
 // checkHost makes sure the variables the agent needs exist before anything
 // is created. Only a real model run needs them.
 func (j *job) checkHost() error {
-	if j.o.workload != orchestrate.WorkloadAgent || !j.spec.Has(spec.CapOpenAIAgents) {
+	if j.o.Workload != orchestrate.WorkloadAgent || !j.spec.Has(spec.CapOpenAIAgents) {
 		return nil
 	}
-	if err := checkAgentHost(j.profile.Gateway, j.getenv); err != nil {
+	if err := agent.CheckHost(j.profile.Gateway, j.getenv); err != nil {
 		hint := "" // only the hint that applies to this failure (issue 13)
 		if he := (*agent.HostError)(nil); errors.As(err, &he) {
 			hint = he.Hint
 		}
-		return withHint(ExitUnavailable, err, hint)
+		return exitcode.WithHint(exitcode.Unavailable, err, hint)
 	}
 	return nil
 }
@@ -190,20 +290,13 @@ func (j *job) checkHost() error {
 // gc removes what dead runs left, before this run adds its own.
 func (j *job) gc(ctx context.Context) {
 	host, _ := os.Hostname()
-	got, err := orchestrate.GC(ctx, j.engine, host, pidAlive)
-	if n := len(got.Containers) + len(got.Networks); n > 0 && !j.o.quiet {
+	got, err := orchestrate.GC(ctx, j.engine, host, orchestrate.PIDAlive)
+	if n := len(got.Containers) + len(got.Networks); n > 0 && !j.o.Quiet {
 		fmt.Fprintf(j.s.Err, "gc: removed %d container(s) and %d network(s) left by dead runs\n", len(got.Containers), len(got.Networks))
 	}
 	if err != nil {
 		fmt.Fprintf(j.s.Err, "warning: gc: %v\n", err)
 	}
-}
-
-// pidAlive reports whether a process exists (signal 0 probes without
-// delivering anything).
-func pidAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 func (j *job) ensureImage(ctx context.Context) error {
@@ -215,12 +308,12 @@ func (j *job) ensureImage(ctx context.Context) error {
 		return err
 	}
 	j.image = img
-	method, info, err := orchestrate.EnsureImage(ctx, j.engine, img, j.getenv(envImageMethod) == orchestrate.MethodImport)
+	method, info, err := orchestrate.EnsureImage(ctx, j.engine, img, j.getenv(EnvImageMethod) == orchestrate.MethodImport)
 	if err != nil {
 		return err
 	}
 	j.meta.Image = runs.Image{Tag: img.Tag, Built: method != orchestrate.MethodReused, Method: method, SizeBytes: info.Size}
-	if !j.o.quiet {
+	if !j.o.Quiet {
 		verb := map[string]string{orchestrate.MethodReused: "reused", orchestrate.MethodBuild: "built with the classic builder",
 			orchestrate.MethodImport: "imported from a root filesystem (no builder)"}[method]
 		fmt.Fprintf(j.s.Err, "image %s %s (%.1f MB)\n", img.Tag, verb, float64(info.Size)/1e6)
@@ -229,7 +322,7 @@ func (j *job) ensureImage(ctx context.Context) error {
 }
 
 func (j *job) imageFiles() (dockerx.ImageFiles, error) {
-	binPath := j.getenv(envImageBinary)
+	binPath := j.getenv(EnvImageBinary)
 	if binPath == "" {
 		p, err := os.Executable()
 		if err != nil {
@@ -241,14 +334,14 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 	if err != nil {
 		return dockerx.ImageFiles{}, fmt.Errorf("reading the binary for the image: %w", err)
 	}
-	caPath := j.getenv(envCABundle)
+	caPath := j.getenv(EnvCABundle)
 	if caPath == "" {
 		caPath = "/etc/ssl/certs/ca-certificates.crt"
 	}
 	ca, err := os.ReadFile(caPath)
 	if err != nil {
-		return dockerx.ImageFiles{}, withHint(ExitUnavailable, fmt.Errorf("reading CA certificates: %w", err),
-			"install ca-certificates or point "+envCABundle+" at a PEM bundle")
+		return dockerx.ImageFiles{}, exitcode.WithHint(exitcode.Unavailable, fmt.Errorf("reading CA certificates: %w", err),
+			"install ca-certificates or point "+EnvCABundle+" at a PEM bundle")
 	}
 	labels := map[string]string{orchestrate.LabelApp: "image"}
 	for k, v := range j.labels {
@@ -256,7 +349,7 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 	}
 	img, err := orchestrate.NewImage(orchestrate.ImageSource{Binary: bin, CACerts: ca}, labels)
 	if err != nil {
-		return img, withHint(ExitUnavailable, err, "build with: make build (CGO_ENABLED=0), or set "+envImageBinary)
+		return img, exitcode.WithHint(exitcode.Unavailable, err, "build with: make build (CGO_ENABLED=0), or set "+EnvImageBinary)
 	}
 	return img, nil
 }
@@ -309,9 +402,10 @@ func (j *job) writeJSON(name string, v any) error {
 func (j *job) finish(ctx context.Context, runErr error) error {
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
+	j.stopWatch()
 	if j.sess != nil {
 		j.capOver = j.stopOutputCap()
-		if !j.o.keep { // kept servers (gateway, sidecar) stay up for the user to talk to
+		if !j.o.Keep { // kept servers (gateway, sidecar) stay up for the user to talk to
 			j.sess.Stop(bg)
 		}
 		j.finishObserving()
@@ -330,14 +424,13 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	err := errors.Join(runErr, verdictErr)
 	j.meta.ExitCode = exitCodeOf(err)
 	if ctx.Err() != nil {
-		j.meta.ExitCode = exitInterrupted
+		j.meta.ExitCode = exitcode.Interrupted
 	}
 	j.writeMetadata()
 	if j.dir != nil {
 		if terr := timeline.Write(j.dir.Path); terr != nil {
 			fmt.Fprintf(j.s.Err, "warning: timeline: %v\n", terr)
 		}
-		j.summary(err)
 		j.dir.Close()
 	}
 	return err
@@ -345,15 +438,15 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 
 func exitCodeOf(err error) int {
 	if err == nil {
-		return ExitOK
+		return exitcode.OK
 	}
-	code, _ := codeOf(err)
+	code, _ := exitcode.Of(err)
 	return code
 }
 
 func (j *job) teardown(ctx context.Context) error {
 	j.recordContainers()
-	if j.o.keep {
+	if j.o.Keep {
 		j.meta.Kept = true
 		j.meta.RemoveCommand = j.sess.RemoveCommand()
 		fmt.Fprintf(j.s.Err, "kept the sandbox (gc leaves it); remove it with:\n  %s\nor, with its run directory:\n  mcpsidecar runs rm %s --runs-dir %s\n",
@@ -417,24 +510,11 @@ func (j *job) recordContainers() {
 	}
 }
 
-// summary prints where the record is, and with --json a machine summary.
-func (j *job) summary(err error) {
-	if j.o.json {
-		out := map[string]any{"run_id": j.dir.ID, "run_dir": j.dir.Path, "exit_code": j.meta.ExitCode,
-			"verdict": j.meta.Verdict, "phases": j.meta.Phases, "image": j.meta.Image, "degradations": j.meta.Degradations}
-		if err != nil {
-			out["error"] = err.Error()
-		}
-		_ = writeJSONDoc(j.s.Out, runSummarySchema, out) // jsondoc.go
-		return
-	}
-	fmt.Fprintf(j.s.Err, "run results saved to: %s\n", j.dir.Path)
-}
-
 // phaseLog prints one progress line per phase and records its timing.
 type phaseLog struct {
 	w     io.Writer
 	quiet bool
+	on    func(runs.Phase) // Options.OnPhase
 	list  []runs.Phase
 }
 
@@ -447,6 +527,9 @@ func (p *phaseLog) do(name string, f func() error) error {
 		ph.Error = firstLine(err.Error())
 	}
 	p.list = append(p.list, ph)
+	if p.on != nil {
+		p.on(ph)
+	}
 	if !p.quiet {
 		status := "ok"
 		if err != nil {
@@ -460,4 +543,31 @@ func (p *phaseLog) do(name string, f func() error) error {
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")
 	return line
+}
+
+// extraLabels parses MCPSIDECAR_LABELS ("k=v,k=v").
+func extraLabels(raw string) (map[string]string, error) {
+	out := map[string]string{}
+	if raw == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(raw, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, exitcode.Usagef("%s: entry %q: want key=value", EnvExtraLabels, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// engineMajor reads the major version of an engine version string such as
+// "20.10.24+dfsg1" or "27.3.1".
+func engineMajor(v string) (int, error) {
+	head, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(head)
+	if err != nil {
+		return 0, fmt.Errorf("reading engine version %q: %w", v, err)
+	}
+	return n, nil
 }

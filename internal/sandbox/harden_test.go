@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"bytes"
@@ -36,7 +36,7 @@ func TestRecordHardening(t *testing.T) {
 	}
 	defer dir.Close()
 	var errb bytes.Buffer
-	j := &job{s: Streams{Err: &errb}, dir: dir, profile: prof, meta: runs.Metadata{Degradations: []string{"old engine"}}}
+	j := &job{s: Output{Err: &errb}, dir: dir, profile: prof, meta: runs.Metadata{Degradations: []string{"old engine"}}}
 	roles := []string{orchestrate.RoleGateway, orchestrate.RoleSidecar, orchestrate.RoleAgent}
 	for _, r := range roles {
 		if _, err := dir.MkdirOutput(r, os.Getuid(), os.Getgid()); err != nil {

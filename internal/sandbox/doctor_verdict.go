@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"fmt"
@@ -30,7 +30,7 @@ func (j *job) checkVerdict() []runs.Check {
 		if r.OK {
 			continue
 		}
-		if r.Name == checkNoRoute && j.o.allowOldEngine && j.oldEngine() {
+		if r.Name == checkNoRoute && j.o.AllowOldEngine && j.oldEngine() {
 			d := "agent --check: " + r.Detail + " (engine older than 26: containers on --internal networks keep a default route to the bridge; forwarding is dropped by Docker's isolation rules)"
 			j.meta.Degradations = append(j.meta.Degradations, d)
 			fmt.Fprintf(j.s.Err, "warning: %s\n", d)

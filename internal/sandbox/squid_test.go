@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"bytes"
@@ -6,49 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
-
-func TestGatewayEngineBadInput(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("DOCKER_HOST", "unix://"+filepath.Join(dir, "no-docker.sock"))
-	runsDir := filepath.Join(dir, "runs")
-	noNet := filepath.Join(dir, "nonet.toml")
-	if err := os.WriteFile(noNet, []byte("schema_version = 1\ncapabilities = []\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name     string
-		args     []string
-		wantCode int
-		wantErr  string
-	}{
-		{"unknown engine", []string{"run", "--gateway-engine", "nginx", "--runs-dir", runsDir}, ExitUsage, `--gateway-engine "nginx": want ours or squid`},
-		{"empty squid image", []string{"doctor", "--gateway-engine", "squid", "--squid-image", "", "--runs-dir", runsDir}, ExitUsage, "--squid-image"},
-		{"test-sandbox unknown engine", []string{"test-sandbox", "--gateway-engine", "Squid", "--runs-dir", runsDir}, ExitUsage, "want ours or squid"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := run(t, tt.args...)
-			if code != tt.wantCode || !strings.Contains(stderr, tt.wantErr) {
-				t.Errorf("code %d, stderr %q; want %d and %q", code, stderr, tt.wantCode, tt.wantErr)
-			}
-			if _, err := os.Stat(runsDir); err == nil {
-				t.Errorf("a runs directory was created")
-			}
-		})
-	}
-}
 
 // imageEngine answers InspectImage from a set; any other call panics.
 type imageEngine struct {
@@ -81,21 +50,21 @@ func TestCheckGateway(t *testing.T) {
 		wantEngine   string
 		degradations int
 	}{
-		{"ours", withNet, orchestrate.EngineOurs, "", imageEngine{}, ExitOK, "", "ours", 0},
-		{"no gateway, ours", noNet, orchestrate.EngineOurs, "", imageEngine{}, ExitOK, "", "", 0},
-		{"squid present", withNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{have: map[string]bool{egress.SquidImage: true}}, ExitOK, "", "squid", 2},
-		{"squid absent", withNet, orchestrate.EngineSquid, orchestrate.DefaultSquidImage, imageEngine{}, ExitUnavailable, egress.SquidImage + " is not on this Docker engine", "squid", 0},
-		{"inspect fails", withNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{err: errors.New("daemon gone")}, ExitUnavailable, "daemon gone", "squid", 0},
-		{"squid without gateway", noNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{}, ExitUsage, "no network capability", "", 0},
+		{"ours", withNet, orchestrate.EngineOurs, "", imageEngine{}, exitcode.OK, "", "ours", 0},
+		{"no gateway, ours", noNet, orchestrate.EngineOurs, "", imageEngine{}, exitcode.OK, "", "", 0},
+		{"squid present", withNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{have: map[string]bool{egress.SquidImage: true}}, exitcode.OK, "", "squid", 2},
+		{"squid absent", withNet, orchestrate.EngineSquid, orchestrate.DefaultSquidImage, imageEngine{}, exitcode.Unavailable, egress.SquidImage + " is not on this Docker engine", "squid", 0},
+		{"inspect fails", withNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{err: errors.New("daemon gone")}, exitcode.Unavailable, "daemon gone", "squid", 0},
+		{"squid without gateway", noNet, orchestrate.EngineSquid, egress.SquidImage, imageEngine{}, exitcode.Usage, "no network capability", "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			j := &job{s: Streams{Out: io.Discard, Err: io.Discard}, o: sandboxOptions{gatewayEngine: tt.engine, squidImage: tt.img},
+			j := &job{s: Output{Out: io.Discard, Err: io.Discard}, o: Options{GatewayEngine: tt.engine, SquidImage: tt.img},
 				profile: tt.profile, engine: tt.eng}
 			err := j.checkGateway(context.Background())
-			code, hint := codeOf(err)
+			code, hint := exitcode.Of(err)
 			if err == nil {
-				code = ExitOK
+				code = exitcode.OK
 			}
 			if code != tt.wantCode || (tt.wantErr != "" && !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("got %v (code %d), want code %d and %q", err, code, tt.wantCode, tt.wantErr)

@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"encoding/json"
@@ -86,7 +86,7 @@ func fillHardening(h *runs.RoleHardening, rep harden.Report) {
 // printHardening prints one line per role; degradations always, as
 // warnings, the rest unless --quiet.
 func (j *job) printHardening(role string, h runs.RoleHardening) {
-	if !j.o.quiet && h.Error == "" {
+	if !j.o.Quiet && h.Error == "" {
 		var on, off []string
 		for _, l := range h.Layers {
 			if l.Enforced {

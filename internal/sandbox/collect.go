@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"context"
@@ -9,16 +9,11 @@ import (
 	"strings"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
-
-// envProbeContext carries the probe context into the agent container.
-const envProbeContext = probe.ContextEnv
-
-// checkAgentHost is the host preflight of a model run (internal/agent).
-var checkAgentHost = agent.CheckHost
 
 // workloadFiles are copied from each role's output directory into the run
 // directory, under the same name.
@@ -137,18 +132,18 @@ func (j *job) verdict(runErr error) error {
 	switch {
 	case j.agentExit == nil:
 		v.Checks = append(v.Checks, runs.Check{Name: "workload ran", Detail: errText(runErr, "the workload did not run")})
-	case j.o.workload == orchestrate.WorkloadAgent:
-		rc := agent.CheckRunExit(j.dir.Path, *j.agentExit, j.o.question)
+	case j.o.Workload == orchestrate.WorkloadAgent:
+		rc := agent.CheckRunExit(j.dir.Path, *j.agentExit, j.o.Question)
 		for _, c := range rc.Checks {
 			v.Checks = append(v.Checks, runs.Check{Name: c.Name, OK: c.OK, Detail: c.Detail})
 		}
-	case j.o.workload == orchestrate.WorkloadCheck:
+	case j.o.Workload == orchestrate.WorkloadCheck:
 		v.Checks = append(v.Checks, j.checkVerdict()...)
-	case j.o.workload == orchestrate.WorkloadProbe:
+	case j.o.Workload == orchestrate.WorkloadProbe:
 		var c []runs.Check
 		c, err = j.probeVerdict()
 		v.Checks = append(v.Checks, c...)
-		if code, _ := codeOf(err); runErr != nil && code != ExitViolation {
+		if code, _ := exitcode.Of(err); runErr != nil && code != exitcode.Violation {
 			err = nil // timed out or interrupted: runErr says so; a missing report follows from it
 		}
 	}
@@ -160,6 +155,9 @@ func (j *job) verdict(runErr error) error {
 			roles = append(roles, st.Role)
 		}
 		v.Checks = append(v.Checks, outputCapChecks(j.capOver, roles)...)
+	}
+	if j.o.Checks != nil {
+		v.Checks = append(v.Checks, j.o.Checks(j.dir.Path, &j.meta)...)
 	}
 	v.OK = len(v.Checks) > 0
 	var failed []string
@@ -197,7 +195,7 @@ func (j *job) probeVerdict() ([]runs.Check, error) {
 	n := r.Violations()
 	checks = append(checks, runs.Check{Name: "no isolation violation", OK: n == 0, Detail: fmt.Sprintf("%d violation(s)", n)})
 	if n > 0 {
-		return checks, withCode(ExitViolation, fmt.Errorf("the probe suite found %d isolation violation(s); see %s", n, filepath.Join(j.dir.Path, "report.json")))
+		return checks, exitcode.With(exitcode.Violation, fmt.Errorf("the probe suite found %d isolation violation(s); see %s", n, filepath.Join(j.dir.Path, "report.json")))
 	}
 	return checks, nil
 }

@@ -1,4 +1,4 @@
-package cli
+package sandbox
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
@@ -27,19 +28,8 @@ var squidDegradations = []string{
 		"and logs result codes only (no rule, no reason): see docs/egress.md, The Squid engine",
 }
 
-func (o sandboxOptions) squid() bool { return o.gatewayEngine == orchestrate.EngineSquid }
-
-func (o sandboxOptions) validateEngine() error {
-	switch o.gatewayEngine {
-	case orchestrate.EngineOurs, orchestrate.EngineSquid:
-	default:
-		return usageErrorf("--gateway-engine %q: want %s or %s", o.gatewayEngine, orchestrate.EngineOurs, orchestrate.EngineSquid)
-	}
-	if o.squid() && o.squidImage == "" {
-		return usageErrorf("--squid-image: want an image name")
-	}
-	return nil
-}
+// squid reports whether the gateway is Squid.
+func (o Options) squid() bool { return o.GatewayEngine == orchestrate.EngineSquid }
 
 // checkGateway records the gateway engine and, for Squid, makes sure its
 // image is on the engine: it is never pulled (no registry is reachable,
@@ -47,7 +37,7 @@ func (o sandboxOptions) validateEngine() error {
 func (j *job) checkGateway(ctx context.Context) error {
 	if j.profile.Gateway == nil {
 		if j.o.squid() {
-			return usageErrorf("--gateway-engine squid: the spec has no network capability, so the sandbox has no gateway")
+			return exitcode.Usagef("--gateway-engine squid: the spec has no network capability, so the sandbox has no gateway")
 		}
 		return nil
 	}
@@ -55,17 +45,17 @@ func (j *job) checkGateway(ctx context.Context) error {
 		j.meta.Gateway = &runs.Gateway{Engine: orchestrate.EngineOurs}
 		return nil
 	}
-	j.meta.Gateway = &runs.Gateway{Engine: orchestrate.EngineSquid, Image: j.o.squidImage}
-	_, ok, err := j.engine.InspectImage(ctx, j.o.squidImage)
+	j.meta.Gateway = &runs.Gateway{Engine: orchestrate.EngineSquid, Image: j.o.SquidImage}
+	_, ok, err := j.engine.InspectImage(ctx, j.o.SquidImage)
 	if err != nil {
-		return withCode(ExitUnavailable, fmt.Errorf("inspecting the Squid image %s: %w", j.o.squidImage, err))
+		return exitcode.With(exitcode.Unavailable, fmt.Errorf("inspecting the Squid image %s: %w", j.o.SquidImage, err))
 	}
 	if !ok {
-		return withHint(ExitUnavailable, fmt.Errorf("the Squid image %s is not on this Docker engine", j.o.squidImage), squidBuildHint)
+		return exitcode.WithHint(exitcode.Unavailable, fmt.Errorf("the Squid image %s is not on this Docker engine", j.o.SquidImage), squidBuildHint)
 	}
 	for _, d := range squidDegradations {
 		j.meta.Degradations = append(j.meta.Degradations, d)
-		if !j.o.quiet {
+		if !j.o.Quiet {
 			fmt.Fprintf(j.s.Err, "warning: %s\n", d)
 		}
 	}

@@ -1,0 +1,23 @@
+// Package sandbox carries one sandbox lifecycle — run, doctor or
+// test-sandbox — from the spec to the teardown: [Run] loads and resolves
+// the spec, checks the engine and the host, builds or reuses the image,
+// creates the run directory and the plan, creates the networks, starts the
+// gateway and the sidecar, runs the workload, collects every artifact,
+// judges the verdict and removes what it created, on every path. The
+// Docker engine is passed in (a fake one in tests); the package reads no
+// flag and decides no process exit code beyond the one it records in
+// run-metadata.json (internal/exitcode).
+//
+// Where a feature joins the lifecycle:
+//
+//   - Options.PlanInput changes the plan's input (steps.go, makeRunDir)
+//     before orchestrate.NewPlan builds the plan: environment for a role,
+//     another image or command for the agent-role container.
+//   - Options.Watch runs beside the run from the run directory's creation
+//     to the workload's end (steps.go, startWatch), for progress lines.
+//   - Options.OnPhase sees each phase's record as it ends (sandbox.go,
+//     phaseLog).
+//   - Options.Checks adds host-side checks to the verdict (collect.go,
+//     verdict); a row that `agent --check` prints in the container becomes
+//     a doctor check by itself (doctor_verdict.go).
+package sandbox
