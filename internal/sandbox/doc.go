@@ -13,6 +13,8 @@
 //   - Options.PlanInput changes the plan's input (steps.go, makeRunDir)
 //     before orchestrate.NewPlan builds the plan: environment for a role,
 //     another image or command for the agent-role container.
+//   - Options.Plan changes the built plan (steps.go, makeRunDir) before
+//     anything is created: a container's Docker options (its Spec).
 //   - Options.Watch runs beside the run from the run directory's creation
 //     to the workload's end (steps.go, startWatch), for progress lines.
 //   - Options.OnPhase sees each phase's record as it ends (sandbox.go,

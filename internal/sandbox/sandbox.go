@@ -86,6 +86,11 @@ type Options struct {
 	// container (in.CmdOverride, in.Image), labels. An error fails the
 	// run-dir phase.
 	PlanInput func(in *orchestrate.Input) error
+	// Plan may change the plan once it is built and before anything is
+	// created: a container's Docker options (plan.Containers[i].Spec:
+	// image, command, user, mounts, environment). Its output directory is
+	// made after this hook, with the owner of the step's Spec.User.
+	Plan func(p *orchestrate.Plan) error
 	// Watch, when set, runs in its own goroutine from the moment the run
 	// directory and the plan exist until the workload has ended (before
 	// collect): ctx is cancelled then, and Run waits for Watch to return.

@@ -45,6 +45,11 @@ func (j *job) makeRunDir(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if j.o.Plan != nil {
+		if err := j.o.Plan(&plan); err != nil {
+			return err
+		}
+	}
 	if orchestrate.SidecarOffline(in.Workload) {
 		j.meta.Degradations = append(j.meta.Degradations, orchestrate.NoteSidecarOffline)
 	}
