@@ -13,14 +13,6 @@ const (
 	EnvQuestion = "MCPSIDECAR_QUESTION"
 )
 
-// EnvHoldFile names the file a held role waits for before it does
-// anything (cmd/mcpsidecar); the harness creates it once the container's
-// network namespace is prepared.
-const EnvHoldFile = "MCPSIDECAR_HOLD_FILE"
-
-// HoldFile is the name of that file in the role's output directory.
-const HoldFile = ".mcpsidecar-start"
-
 // AuditFile is the sidecar's audit log, in its output directory.
 const AuditFile = "mcp-sidecar-tool-calls.jsonl"
 

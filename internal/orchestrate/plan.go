@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -76,7 +77,7 @@ type Step struct {
 	Ready *Readiness `json:"ready,omitempty"`
 	// Workload marks the container whose exit ends the run.
 	Workload bool `json:"workload,omitempty"`
-	// Hold: the role waits for HoldFile in its output directory; see
+	// Hold: the role waits for hold.File in its output directory; see
 	// Session.Prepare and Session.Release.
 	Hold bool `json:"hold,omitempty"`
 	// Hosts are /etc/hosts entries added when the container is created,
@@ -213,18 +214,18 @@ func (in Input) step(role string) (Step, error) {
 		MaskedPaths: c.MaskedPaths, DNS: []string{}, DNSOptions: []string{},
 		StopTimeout: 5 * time.Second,
 	}
-	hold := false
+	held := false
 	var hosts []HostAlias
 	if len(c.Networks) > 0 && !contains(c.Networks, spec.NetEgress) {
 		isolateDNS(&cs)
-		hold = in.HoldInternal
+		held = in.HoldInternal
 		hosts = in.peers(role)
 	}
-	if hold {
-		cs.Env = append(cs.Env, dockerx.EnvVar{Name: EnvHoldFile, Value: target + "/" + HoldFile})
+	if held {
+		cs.Env = append(cs.Env, dockerx.EnvVar{Name: hold.Env, Value: hold.Path(target)})
 		sort.Slice(cs.Env, func(i, j int) bool { return cs.Env[i].Name < cs.Env[j].Name })
 	}
-	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent, Hold: hold, Hosts: hosts}
+	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent, Hold: held, Hosts: hosts}
 	switch role {
 	case RoleGateway:
 		st.Ready = &Readiness{Port: spec.GatewayPort, Path: "/healthz"}

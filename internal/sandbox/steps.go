@@ -9,11 +9,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -62,9 +62,7 @@ func (j *job) makeRunDir(ctx context.Context) error {
 	j.sess = orchestrate.NewSession(j.engine, plan)
 	j.obs = newObserver()
 	j.sess.Prepare = j.dropDefaultRoute
-	j.sess.Release = func(st orchestrate.Step) error {
-		return j.dir.Write(filepath.Join(st.Role, orchestrate.HoldFile), nil)
-	}
+	j.sess.Release = func(st orchestrate.Step) error { return hold.Release(st.Role, j.dir.Write) }
 	j.startWatch(ctx)
 	return nil
 }

@@ -1,0 +1,65 @@
+// Package hold owns both ends of the start hold. An engine older than 25
+// gives a container on an --internal network a default route; the harness
+// removes it from the container's network namespace before the role does
+// anything. So the plan starts such a container with [Env] naming a
+// release file in its output directory (host side: [Path] in the plan,
+// [Release] once the namespace is prepared), and the process waits for
+// that file before any work (container side: [FromEnv], first thing in
+// cmd/mcpsidecar).
+package hold
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Env names the release file a held role waits for.
+const Env = "MCPSIDECAR_HOLD_FILE"
+
+// File is the release file's name in the role's output directory.
+const File = ".mcpsidecar-start"
+
+// Timeout bounds how long a held role waits for the harness.
+const Timeout = 2 * time.Minute
+
+// Path is Env's value for a role whose output directory is mounted at
+// target inside its container.
+func Path(target string) string { return target + "/" + File }
+
+// Release lets a held role go on: write creates the release file in the
+// role's output directory on the host (runs.Dir.Write, which refuses to
+// follow a link the container planted).
+func Release(role string, write func(name string, data []byte) error) error {
+	return write(filepath.Join(role, File), nil)
+}
+
+// FromEnv holds as $MCPSIDECAR_HOLD_FILE says, then unsets it: the hold is
+// for this process only, and a child it starts (under shell_access) must
+// not wait for a release file that is already gone.
+func FromEnv(timeout time.Duration) error {
+	err := Wait(os.Getenv(Env), timeout)
+	_ = os.Unsetenv(Env)
+	return err
+}
+
+// Wait waits, before any work, until the harness creates file, and removes
+// it. Nothing of the role has run yet, so nothing can race it. An empty
+// file means no hold.
+func Wait(file string, timeout time.Duration) error {
+	if file == "" {
+		return nil
+	}
+	deadline := time.Now().Add(timeout)
+	for {
+		if _, err := os.Lstat(file); err == nil {
+			_ = os.Remove(file)
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not released by the harness within %s (waiting for %s)", timeout, file)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
