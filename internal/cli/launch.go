@@ -1,0 +1,49 @@
+package cli
+
+import (
+	"errors"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
+)
+
+// The workload launcher registers itself here rather than in root.go's
+// list, which other commands are being added to concurrently.
+func init() { subcommands = append(subcommands, newLaunchCmd) }
+
+// newLaunchCmd is the hidden role a user's workload container runs as its
+// entrypoint: `mcpsidecar launch -- CMD ARGS...` applies the workload's
+// hardening (package launcher) and executes CMD. Everything after the
+// command name is the workload's, flags included.
+func newLaunchCmd(s Streams) *cobra.Command {
+	return &cobra.Command{
+		Use:                "launch -- CMD [ARGS...]",
+		Short:              "Harden this process with $MCPSIDECAR_HARDEN_POLICY, then run CMD (the workload container's entrypoint)",
+		Hidden:             true,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 && args[0] == "--" {
+				args = args[1:]
+			}
+			if len(args) == 0 {
+				return usageErrorf("launch: no command: mcpsidecar launch -- CMD [ARGS...]")
+			}
+			err := launcher.Launch(launcher.Options{Argv: args, Environ: os.Environ(), Stderr: s.Err,
+				ReportDir: os.Getenv(envLaunchReportDir)})
+			var ee *launcher.ExitError
+			if errors.As(err, &ee) {
+				if ee.Err == nil {
+					return withCode(ee.Code, err)
+				}
+				return withCode(ee.Code, ee.Err)
+			}
+			return err
+		},
+	}
+}
+
+// envLaunchReportDir is where the launcher writes harden-report.json (the
+// workload's output directory; unset: no report).
+const envLaunchReportDir = "MCPSIDECAR_LAUNCH_REPORT_DIR"

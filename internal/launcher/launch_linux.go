@@ -1,0 +1,320 @@
+//go:build linux
+
+package launcher
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/net/bpf"
+	"golang.org/x/sys/unix"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+)
+
+// envStage marks the second stage: the child the supervisor starts, which
+// hardens itself and executes the workload. Its value is the number of
+// the inherited descriptor the child sends its notification fd over.
+const envStage = "MCPSIDECAR_LAUNCH_STAGE"
+
+// internalEnv are the launcher's own variables, removed from the
+// workload's environment.
+var internalEnv = []string{envStage, EnvShellAccess, EnvSelf}
+
+// Options are a launch: the command, the environment, where the harden
+// report goes.
+type Options struct {
+	Argv      []string
+	Environ   []string // the launcher's environment (os.Environ())
+	Stderr    io.Writer
+	ReportDir string // harden-report.json goes here ("" for none)
+	// Apply is harden.Apply; tests replace it to apply nothing.
+	Apply func(harden.Policy) (harden.Report, error)
+}
+
+func getenvFrom(env []string) func(string) string {
+	return func(k string) string {
+		for i := len(env) - 1; i >= 0; i-- {
+			if v, ok := strings.CutPrefix(env[i], k+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+}
+
+// Launch runs the workload. Without shell_access it is the supervisor:
+// it starts the second stage, answers its first execve (the workload's
+// own) and refuses every later one, then waits and returns the
+// workload's exit status as an *ExitError (nil for 0). With shell_access
+// it hardens the calling process and executes the command in place, and
+// returns only on failure.
+func Launch(o Options) error {
+	if o.Apply == nil {
+		o.Apply = harden.Apply
+	}
+	getenv := getenvFrom(o.Environ)
+	if fdStr := getenv(envStage); fdStr != "" {
+		return stageTwo(o, getenv, fdStr)
+	}
+	planned, err := plan(o, getenv)
+	if err != nil {
+		return err
+	}
+	if getenv(EnvShellAccess) == "1" {
+		if err := applyAndReport(o, planned.Policy); err != nil {
+			return err
+		}
+		return execWorkload(planned, o.Environ)
+	}
+	return supervise(o, planned)
+}
+
+func plan(o Options, getenv func(string) string) (Planned, error) {
+	base, ok, err := harden.PolicyFromEnv(getenv)
+	if err != nil {
+		return Planned{}, &ExitError{Code: ExitUsage, Err: err}
+	}
+	if !ok {
+		return Planned{}, &ExitError{Code: ExitUsage, Err: fmt.Errorf("launch: %s is not set; refusing to run a workload unhardened", harden.EnvPolicy)}
+	}
+	pathEnv := getenv("PATH")
+	planned, err := Plan(Input{Base: *base, Argv: o.Argv, ShellAccess: getenv(EnvShellAccess) == "1",
+		Root: "/", PathEnv: pathEnv, Self: getenv(EnvSelf)})
+	if err != nil {
+		return Planned{}, &ExitError{Code: ExitUsage, Err: fmt.Errorf("launch: %w", err)}
+	}
+	return planned, nil
+}
+
+func applyAndReport(o Options, p harden.Policy) error {
+	rep, err := o.Apply(p)
+	if o.ReportDir != "" {
+		if werr := harden.WriteReport(o.ReportDir, rep); werr != nil {
+			fmt.Fprintf(o.Stderr, "mcpsidecar launch: %v\n", werr)
+		}
+	}
+	for _, d := range rep.Degradations {
+		fmt.Fprintf(o.Stderr, "mcpsidecar launch: hardening degraded: %s\n", d)
+	}
+	var ue *harden.UnavailableError
+	if errors.As(err, &ue) {
+		return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("launch: %w", err)}
+	}
+	if err != nil {
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: hardening the workload: %w", err)}
+	}
+	return nil
+}
+
+// workloadEnv is the environment without the launcher's own variables.
+func workloadEnv(env []string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		k, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(internalEnv, k)
+	})
+}
+
+func execWorkload(p Planned, env []string) error {
+	err := syscall.Exec(p.Program, p.Argv, workloadEnv(env))
+	return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: executing %s: %w", p.Program, err)}
+}
+
+// supervise starts the second stage with one end of a socket pair, takes
+// its seccomp notification descriptor, and answers execve notifications
+// until the child exits.
+func supervise(o Options, planned Planned) error {
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: socketpair: %w", err)}
+	}
+	parent, child := os.NewFile(uintptr(fds[0]), "launch-parent"), os.NewFile(uintptr(fds[1]), "launch-child")
+	defer parent.Close()
+	self, err := os.Executable()
+	if err != nil {
+		child.Close()
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: finding the launcher: %w", err)}
+	}
+	cmd := exec.Command(self, append([]string{"launch", "--"}, o.Argv...)...)
+	cmd.Args[0] = "mcpsidecar"
+	cmd.Env = append(slices.Clone(o.Environ), envStage+"=3")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{child}
+	if err := cmd.Start(); err != nil {
+		child.Close()
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: starting the workload: %w", err)}
+	}
+	child.Close()
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT)
+	go func() {
+		for s := range sigs {
+			cmd.Process.Signal(s)
+		}
+	}()
+	listener, err := recvFD(parent)
+	if err != nil {
+		// The child failed before it could send it (its own error is on
+		// stderr) or never got there.
+		waitErr := cmd.Wait()
+		if code := exitCode(waitErr); code != 0 {
+			return &ExitError{Code: code}
+		}
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: the workload stage sent no notification descriptor: %w", err)}
+	}
+	// The supervisor itself runs no workload code and stays outside the
+	// workload's Landlock domain: a domain of its own would scope its
+	// signals away from the child it must forward SIGTERM to. The
+	// workload cannot reach it: ptrace and process_vm_* are refused by
+	// the seccomp baseline, signals to it by the Landlock scope.
+	go answerExecs(listener, o.Stderr)
+	if code := exitCode(cmd.Wait()); code != 0 {
+		return &ExitError{Code: code}
+	}
+	return nil
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal())
+		}
+		return ee.ExitCode()
+	}
+	return ExitLaunch
+}
+
+// seccomp_notif and seccomp_notif_resp (linux/seccomp.h).
+type seccompNotif struct {
+	ID    uint64
+	PID   uint32
+	Flags uint32
+	Nr    int32
+	Arch  uint32
+	IP    uint64
+	Args  [6]uint64
+}
+
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+// answerExecs lets the first execve through (the workload's own, issued
+// by our second stage before any workload code ran) and refuses every
+// later one with EPERM, whichever process or thread of the workload asks.
+func answerExecs(fd int, stderr io.Writer) {
+	first := true
+	for {
+		var n seccompNotif
+		if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_RECV), uintptr(unsafe.Pointer(&n))); e != 0 {
+			if e == unix.EINTR || e == unix.ENOENT {
+				continue
+			}
+			return // the workload is gone
+		}
+		resp := seccompNotifResp{ID: n.ID}
+		if first {
+			resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+			first = false
+		} else {
+			resp.Error = -int32(unix.EPERM)
+			fmt.Fprintf(stderr, "mcpsidecar launch: refused a program start by pid %d: the workload may run only its own command (no shell_access)\n", n.PID)
+		}
+		unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(&resp)))
+	}
+}
+
+func recvFD(sock *os.File) (int, error) {
+	buf := make([]byte, 1)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	if n == 0 && oobn == 0 {
+		return -1, io.EOF
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return -1, fmt.Errorf("no descriptor in the message (%v)", err)
+	}
+	fds, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(fds) != 1 {
+		return -1, fmt.Errorf("no descriptor in the message (%v)", err)
+	}
+	return fds[0], nil
+}
+
+// stageTwo is the child: harden, install the execve notifier on this
+// thread, hand its descriptor to the supervisor, execute the workload.
+func stageTwo(o Options, getenv func(string) string, fdStr string) error {
+	fd, err := strconv.Atoi(fdStr)
+	if err != nil || fd < 3 {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("launch: %s=%q is not a descriptor", envStage, fdStr)}
+	}
+	sock := os.NewFile(uintptr(fd), "launch-sock")
+	planned, err := plan(o, getenv)
+	if err != nil {
+		return err
+	}
+	if err := applyAndReport(o, planned.Policy); err != nil {
+		return err
+	}
+	runtime.LockOSThread() // the filter below is this thread's; execve runs here
+	listener, err := installExecNotifier()
+	if err != nil {
+		return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("launch: the one-program rule (seccomp user notification): %w", err)}
+	}
+	if err := unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(listener), nil, 0); err != nil {
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: handing the notifier to the supervisor: %w", err)}
+	}
+	unix.Close(listener)
+	sock.Close()
+	return execWorkload(planned, o.Environ)
+}
+
+// installExecNotifier installs, on the calling thread only, a filter that
+// turns execve and execveat into notifications for the supervisor, and
+// returns the listener descriptor. Other threads die at the execve.
+func installExecNotifier() (int, error) {
+	prog := []bpf.Instruction{
+		bpf.LoadAbsolute{Off: 0, Size: 4}, // nr
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_EXECVE, SkipTrue: 2},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: unix.SYS_EXECVEAT, SkipTrue: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_USER_NOTIF},
+	}
+	raw, err := bpf.Assemble(prog)
+	if err != nil {
+		return -1, err
+	}
+	filter := make([]unix.SockFilter, len(raw))
+	for i, in := range raw {
+		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
+		unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(filter)
+	if errno != 0 {
+		return -1, errno
+	}
+	return int(fd), nil
+}
