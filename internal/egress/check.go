@@ -56,6 +56,9 @@ func (g *Gateway) authorize(ctx context.Context, d *Decision, connect bool, rawH
 	}
 	t := &target{host: host, port: uint16(p)}
 	d.Port = t.port
+	if dn := g.judgeScope(ctx, d, t); dn != nil {
+		return nil, dn
+	}
 	if lit, err := netip.ParseAddr(host); err == nil {
 		return g.authorizeLiteral(d, t, lit, connect)
 	}

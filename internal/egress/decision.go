@@ -30,6 +30,7 @@ const (
 	FieldCorrelationID = "correlation_id"
 	FieldError         = "error"
 	FieldCredential    = "credential"
+	FieldScope         = "scope"
 )
 
 // Values of [Decision.Decision].
@@ -60,6 +61,12 @@ type Decision struct {
 	// credential to the request, [CredentialRefused] when a request for
 	// a credential's host was refused; never the value.
 	Credential string `json:"credential,omitempty"`
+	// Scope is who the request was judged for ([Scope.String]: "agent",
+	// "sidecar/docs/search"), when the gateway has a scope table.
+	Scope string `json:"scope,omitempty"`
+	// ScopeClaim is the request's [HeaderScope] values, read once when
+	// the request arrives; never logged.
+	ScopeClaim []string `json:"-"`
 }
 
 // DecisionLog writes [Decision] lines, one Write call each, so a line is

@@ -51,6 +51,8 @@ type Options struct {
 	// Injection, when set, makes the gateway hold credentials and serve
 	// the credential listener ([Gateway.ServeCredentials]).
 	Injection *Injection
+	// Scopes, when set, judges every request under its scope (scope.go).
+	Scopes *Scoper
 }
 
 // Gateway is the egress proxy. Serve it with [Gateway.Serve]; stop it
@@ -69,6 +71,7 @@ type Gateway struct {
 	// an [Injection].
 	inject    *Injection
 	injectSrv *http.Server
+	scopes    *Scoper
 	// dial connects to one checked address; tests replace it so that no
 	// packet leaves the machine.
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -94,6 +97,7 @@ func New(opts Options) (*Gateway, error) {
 		logger:   opts.Logger,
 		tunnels:  map[*tunnel]struct{}{},
 		now:      time.Now,
+		scopes:   opts.Scopes,
 	}
 	if g.resolver == nil {
 		g.resolver = net.DefaultResolver
@@ -252,6 +256,7 @@ func (g *Gateway) newDecision(r *http.Request) *Decision {
 		Client:        r.RemoteAddr,
 		Method:        truncate(r.Method, 32),
 		CorrelationID: traceID(r.Header.Values("Traceparent")),
+		ScopeClaim:    r.Header.Values(HeaderScope),
 	}
 }
 
