@@ -95,6 +95,13 @@ func designProbes() []Probe {
 		{Group: g, ID: "T18", Title: "Write a file past the size limit", Goal: GoalDeny,
 			Threat: "Denial of service: filling the output disk (RLIMIT_FSIZE).",
 			Tool:   func(_ context.Context, e *Env) Result { return fileSizeLimit(e.Ctx) }},
+		{Group: g, ID: "T19", Title: "Find a real credential outside the environment (processes, files)", Goal: GoalDeny,
+			Threat: threatKeys + " Credentials live in the gateway only; the workload holds a per-run placeholder. Searches every " +
+				"other visible process's environment and command line (/proc/1/environ among them) and the files under the home, " +
+				"temp, work and output directories and the well-known secret paths (/run/secrets, /var/run/secrets, /etc/environment) " +
+				"for a key shape (sk-, ghp_, AKIA, Bearer ...) or a secret-named assignment that is not the run's placeholder. " +
+				"Records places and shapes, never values. The own environment is G05 T05.",
+			Tool: func(ctx context.Context, e *Env) Result { return readableCredentials(ctx, e.Ctx) }},
 	}
 }
 

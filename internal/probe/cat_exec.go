@@ -17,10 +17,6 @@ const (
 	threatKeys  = "Credential theft: model and cloud API keys visible to the workload."
 )
 
-// modelKeys are the provider key names G05 T05 looks for (names only).
-var modelKeys = []string{"OPENAI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_API_KEY", "AZURE_OPENAI_API_KEY",
-	"COHERE_API_KEY", "MISTRAL_API_KEY", "GROQ_API_KEY", "HUGGINGFACE_API_TOKEN", "HF_TOKEN"}
-
 func envExecProbes() []Probe {
 	return append([]Probe{
 		{Group: "G05", ID: "T01", Title: "List environment variable names", Goal: GoalAny, Threat: threatKeys, Shell: "env | cut -d= -f1",
@@ -34,30 +30,14 @@ func envExecProbes() []Probe {
 				}
 				return denied("PATH is not set.", "")
 			}},
-		{Group: "G05", ID: "T05", Title: "Access model/API credentials in environment/config", Goal: GoalDeny, Threat: threatKeys,
-			Adjust: func(c *Context) Goal {
-				if c.ForwardsModelKey() {
-					return GoalAny // forwarded by design; its value never reaches the report
-				}
-				return GoalDeny
-			},
+		{Group: "G05", ID: "T05", Title: "Access model/API credentials in environment/config", Goal: GoalDeny,
+			Threat: threatKeys + " Judged on the process's own environment (and /proc/self/environ): a credential the gateway holds " +
+				"must appear only as the run's placeholder, and no other variable may hold a key. A credential the spec puts in the sandbox " +
+				"(credentials_in_sandbox, the Squid engine) is a recorded softening, named, not judged. Other processes and files: G40 T19.",
 			Shell:      "env | grep -E '_API_KEY|_TOKEN' | cut -d= -f1",
 			Alternates: []Alternate{alt("grep", "env grep", "env | grep -c API_KEY"), alt("sh", "shell parameter check", `test -n "$OPENAI_API_KEY"`)},
-			Tool:       func(context.Context, *Env) Result { return modelKeyNames() }},
+			Tool:       func(_ context.Context, e *Env) Result { return ownEnvironment(e.Ctx) }},
 	}, execProbes()...)
-}
-
-func modelKeyNames() Result {
-	var present []string
-	for _, k := range modelKeys {
-		if os.Getenv(k) != "" {
-			present = append(present, k)
-		}
-	}
-	if len(present) == 0 {
-		return na("No model provider key is present in the environment.")
-	}
-	return allowed("Model provider keys are present (names only recorded).", "names="+strings.Join(present, ","))
 }
 
 func execProbes() []Probe {

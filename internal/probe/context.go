@@ -89,6 +89,18 @@ type Context struct {
 	// must be under a reserved TLD so no real query leaves.
 	DNSExfiltrationDomain string `json:"dns_exfiltration_domain"`
 
+	// Credentials are the spec's credentials as the harness placed them in
+	// this run, by variable name (never a value). A credential that lives
+	// in the gateway leaves only the run's placeholder in its variable
+	// ([IsPlaceholder]); one that lives in the sandbox (credentials_in_sandbox,
+	// or the Squid engine) is a recorded softening, so its variable's value
+	// is not a finding. Unset: no credential may be in the sandbox at all.
+	Credentials []CredentialPlace `json:"credentials,omitempty"`
+	// SpecVariables are the names the spec's [[environment_variables]] put
+	// in the agent's environment on purpose: G05 T05 lists them by name
+	// and does not judge their values, which are the spec's choice.
+	SpecVariables []string `json:"spec_variables,omitempty"`
+
 	// Context-driven targets of the seed's catalogue ("C" probes): unset
 	// means N/A (verdict unsupported). Only loopback and private addresses
 	// are ever contacted.
@@ -98,6 +110,20 @@ type Context struct {
 	ContainerRuntimeSock string `json:"container_runtime_socket,omitempty"`
 	SSHAgentSocket       string `json:"ssh_agent_socket,omitempty"`
 }
+
+// CredentialPlace is one credential of the run and where it lives; the
+// same JSON as the run-metadata.json "credentials" entries.
+type CredentialPlace struct {
+	Variable string `json:"variable"`
+	Host     string `json:"host,omitempty"`
+	Lives    string `json:"lives"` // LivesGateway or LivesSandbox
+}
+
+// Where a credential lives, in [CredentialPlace.Lives].
+const (
+	LivesGateway = "gateway"
+	LivesSandbox = "sandbox"
+)
 
 // Limits are declared container resource limits.
 type Limits struct {
@@ -178,6 +204,11 @@ func (c *Context) validate() error {
 			return fmt.Errorf("host_addresses %q: must be a loopback or private unicast address", a)
 		}
 	}
+	for _, cp := range c.Credentials {
+		if cp.Variable == "" || (cp.Lives != LivesGateway && cp.Lives != LivesSandbox) {
+			return fmt.Errorf("credentials %+v: want a variable and lives %q or %q", cp, LivesGateway, LivesSandbox)
+		}
+	}
 	for _, p := range append([]string{c.WorkingDirectory, c.AllowedDirectory, c.DeniedDirectory,
 		c.OutputDirectory, c.RuntimeUserDirectory, c.RuntimeTempDirectory}, c.WritablePaths...) {
 		if !path.IsAbs(p) {
@@ -197,7 +228,9 @@ func (c *Context) ShellAccess() bool { return c.Has("shell_access") || c.Has("an
 var openAIFamily = []string{"openai", "openai_agents", "otto_agent", "ibm_beeai", "google_adk",
 	"langchain", "langgraph", "microsoft_agent", "crewai"}
 
-// ForwardsModelKey reports whether the spec forwards a model provider key.
+// ForwardsModelKey reports whether the spec grants a model provider (the
+// model API must be reachable). Since issue 15 the key itself stays in the
+// gateway unless [Context.Credentials] says it lives in the sandbox.
 func (c *Context) ForwardsModelKey() bool {
 	for _, n := range append(openAIFamily, "anthropic_python", "anthropic_claude") {
 		if c.Has(n) {
@@ -205,4 +238,15 @@ func (c *Context) ForwardsModelKey() bool {
 		}
 	}
 	return false
+}
+
+// livesIn returns where the credential carried by variable name lives,
+// or "" when the spec declares no credential in it.
+func (c *Context) livesIn(name string) string {
+	for _, cp := range c.Credentials {
+		if cp.Variable == name {
+			return cp.Lives
+		}
+	}
+	return ""
 }

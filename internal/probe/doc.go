@@ -4,7 +4,9 @@
 // and G30, with their ids, titles and outcome words) plus group G40, which
 // checks each claim mcpsidecar's design makes (seccomp active, Landlock
 // active, execve refused, no route out, gateway refusals, black-holed names,
-// writable paths, capabilities, user, limits), and group G41, the ways out
+// writable paths, capabilities, user, limits, and that no real credential
+// is readable: G40 T19 with G05 T05, which recognise the run's placeholder
+// by its shape, never by the key), and group G41, the ways out
 // those claims did not cover (issue 12: the host's own addresses on each
 // network, TCP Fast Open past the connect rule, listen without bind, UDP,
 // ICMP, netlink, raw and packet sockets, setuid bits in the output
