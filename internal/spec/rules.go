@@ -31,6 +31,7 @@ func (w *walker) checkRules() {
 	w.checkEnv()
 	w.checkCreds()
 	w.checkMCPServers()
+	w.checkWorkload()
 }
 
 func (w *walker) checkCaps() {

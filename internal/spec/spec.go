@@ -20,6 +20,9 @@ type Spec struct {
 	// MCPServers are the [[mcp_servers]] entries, as validated; see
 	// [Spec.Servers] for the default.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`
+	// Workload is the [workload] table: the image and command run
+	// instead of the built-in agent (nil: the built-in agent).
+	Workload *Workload `json:"workload,omitempty"`
 	// Warnings are things accepted but worth saying (`spec check` prints
 	// them): an entry read differently from how it was written.
 	Warnings []Problem `json:"-"`

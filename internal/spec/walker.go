@@ -68,6 +68,8 @@ type walker struct {
 	mcps    []*mcpEntry
 	inMCP   bool // expressions belong to the last mcps entry
 	inOther bool // expressions belong to an unknown table (already reported)
+	work    *workloadEntry
+	inWork  bool // expressions belong to the [workload] table
 }
 
 func (w *walker) add(at pos, key, format string, args ...any) {
@@ -161,7 +163,10 @@ func tablesHint() string {
 
 func (w *walker) table(e *unstable.Node) {
 	parts, at := w.keyParts(e.Key())
-	w.inEnv, w.inCred, w.inMCP, w.inOther = false, false, false, true
+	w.inEnv, w.inCred, w.inMCP, w.inOther, w.inWork = false, false, false, true, false
+	if w.workloadTable(parts, at) {
+		return
+	}
 	if len(parts) == 1 && slices.Contains(tables, parts[0]) {
 		w.add(at, parts[0], "must be an array of tables: write [[%s]]", parts[0])
 		return
@@ -171,8 +176,11 @@ func (w *walker) table(e *unstable.Node) {
 
 func (w *walker) arrayTable(e *unstable.Node) {
 	parts, at := w.keyParts(e.Key())
-	w.inEnv, w.inCred, w.inMCP, w.inOther = false, false, false, true
+	w.inEnv, w.inCred, w.inMCP, w.inOther, w.inWork = false, false, false, true, false
 	key := joinKey(parts)
+	if w.workloadArrayTable(key, at) {
+		return
+	}
 	if key == keyMCPServers {
 		w.inMCP, w.inOther = true, false
 		w.seen[keyMCPServers] = at
@@ -205,6 +213,9 @@ func (w *walker) keyValue(e *unstable.Node) {
 		w.credKey(w.creds[len(w.creds)-1], parts, at, e.Value())
 	case w.inMCP:
 		w.mcpKey(w.mcps[len(w.mcps)-1], parts, at, e.Value())
+	case w.inWork:
+		w.workloadKey(parts, at, e.Value())
+	case w.workloadTopKey(parts, at):
 	default:
 		w.topKey(parts, at, e.Value())
 	}
