@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 )
 
 // ChildSleepFlag is the hidden flag of `mcpsidecar probe` that makes the
@@ -133,10 +135,10 @@ func runCmd(ctx context.Context, what, path string, args ...string) Result {
 	return fromErr(what, err)
 }
 
-// holdEnv is the harness's start-hold variable (MCPSIDECAR_HOLD_FILE): a
-// held role waits for a file the harness creates once. A child inheriting
-// it would wait for a file that never comes again, so children never get it.
-const holdEnv = "MCPSIDECAR_HOLD_FILE"
+// holdEnv is the harness's start-hold variable (internal/hold): a held
+// role waits for a file the harness creates once. A child inheriting it
+// would wait for a file that never comes again, so children never get it.
+const holdEnv = hold.Env
 
 // childEnv is the environment of every program a probe starts.
 func childEnv() []string {
