@@ -58,7 +58,7 @@ func TestSessionHappyPathAndTeardownOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	go f.exit("id-agent", 3)
+	go f.Exit("id-agent", 3)
 	code, err := s.Wait(ctx, w, 5*time.Second)
 	if err != nil || code != 3 {
 		t.Fatalf("Wait = %d, %v; want 3, nil", code, err)
@@ -75,7 +75,7 @@ func TestSessionHappyPathAndTeardownOrder(t *testing.T) {
 		"create agent", "attach id-agent", "start id-agent",
 		"remove id-agent", "remove id-gw", "remove-network net-egress", "remove-network net-internal",
 	}
-	if diff := cmp.Diff(want, f.calls); diff != "" {
+	if diff := cmp.Diff(want, f.Calls); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
 	}
 	if c := s.Find(RoleAgent); c == nil || *c.ExitCode != 3 || c.PeakMemory() != 1234 {
@@ -98,9 +98,9 @@ func TestStartServiceFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake()
 			if tt.exit {
-				f.exitOnStart["id-gw"] = 2
+				f.ExitOnStart["id-gw"] = 2
 			}
-			f.stopped = tt.name == "gone before inspect"
+			f.Stopped = tt.name == "gone before inspect"
 			s := newTestSession(f, testPlan(healthServer(t, tt.status)))
 			err := s.StartService(context.Background(), RoleGateway, 300*time.Millisecond)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -109,8 +109,8 @@ func TestStartServiceFailures(t *testing.T) {
 			if err := s.Teardown(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			if f.calls[len(f.calls)-1] != "remove id-gw" {
-				t.Errorf("the failed container was not removed: %v", f.calls)
+			if f.Calls[len(f.Calls)-1] != "remove id-gw" {
+				t.Errorf("the failed container was not removed: %v", f.Calls)
 			}
 		})
 	}
@@ -147,7 +147,7 @@ func TestWaitTimeoutAndCancel(t *testing.T) {
 
 func TestTeardownKeepsGoing(t *testing.T) {
 	f := newFake()
-	f.removeErr["id-gw"] = errBoom
+	f.RemoveErr["id-gw"] = errBoom
 	s := newTestSession(f, testPlan(healthServer(t, 200)))
 	ctx := context.Background()
 	if err := s.CreateNetworks(ctx); err != nil {
@@ -160,8 +160,8 @@ func TestTeardownKeepsGoing(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "boom") {
 		t.Fatalf("got %v, want the removal error", err)
 	}
-	if n := len(f.calls); f.calls[n-1] != "remove-network net-internal" {
-		t.Errorf("teardown stopped early: %v", f.calls)
+	if n := len(f.Calls); f.Calls[n-1] != "remove-network net-internal" {
+		t.Errorf("teardown stopped early: %v", f.Calls)
 	}
 }
 
@@ -203,13 +203,13 @@ func TestOrphans(t *testing.T) {
 func TestGC(t *testing.T) {
 	f := newFake()
 	dead := map[string]string{LabelApp: "1", LabelHost: "h", LabelPID: "7"}
-	f.containers = []dockerx.Resource{{ID: "c1", Labels: dead}}
-	f.networks = []dockerx.Resource{{ID: "n1", Labels: dead}}
+	f.Containers = []dockerx.Resource{{ID: "c1", Labels: dead}}
+	f.Networks = []dockerx.Resource{{ID: "n1", Labels: dead}}
 	got, err := GC(context.Background(), f, "h", func(int) bool { return false })
 	if err != nil || len(got.Containers) != 1 || len(got.Networks) != 1 {
 		t.Fatalf("GC = %+v, %v", got, err)
 	}
-	if diff := cmp.Diff([]string{"remove c1", "remove-network n1"}, f.calls); diff != "" {
+	if diff := cmp.Diff([]string{"remove c1", "remove-network n1"}, f.Calls); diff != "" {
 		t.Errorf("containers must go before networks (-want +got):\n%s", diff)
 	}
 }
@@ -235,8 +235,8 @@ func TestEnsureImage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake()
-			f.images[img.Tag] = tt.have
-			f.buildErr, f.importErr = tt.buildErr, tt.importErr
+			f.Images[img.Tag] = tt.have
+			f.BuildErr, f.ImportErr = tt.buildErr, tt.importErr
 			got, _, err := EnsureImage(context.Background(), f, img, tt.forceImport)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -247,7 +247,7 @@ func TestEnsureImage(t *testing.T) {
 			if err != nil || got != tt.want {
 				t.Fatalf("got %q, %v; want %q", got, err, tt.want)
 			}
-			if diff := cmp.Diff(tt.wantCalls, f.calls); diff != "" {
+			if diff := cmp.Diff(tt.wantCalls, f.Calls); diff != "" {
 				t.Errorf("calls (-want +got):\n%s", diff)
 			}
 		})
@@ -277,7 +277,7 @@ func TestHeldStepIsPreparedThenReleased(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake()
-			f.stopped = tt.stopped
+			f.Stopped = tt.stopped
 			plan := testPlan(0)
 			plan.Containers[1].Hold = true
 			s := newTestSession(f, plan)
@@ -356,10 +356,10 @@ func TestReadinessNeverDialsAContainerAddress(t *testing.T) {
 	if err := s.StartService(ctx, RoleGateway, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.dials) == 0 {
+	if len(f.Dials) == 0 {
 		t.Fatal("readiness made no connection")
 	}
-	for _, d := range f.dials {
+	for _, d := range f.Dials {
 		if !strings.HasPrefix(d, "4242 127.0.0.1:") {
 			t.Errorf("the session connected to %q; want only the container's (pid 4242) loopback", d)
 		}
@@ -373,7 +373,7 @@ func TestReadinessNeverDialsAContainerAddress(t *testing.T) {
 // the listening socket and says so.
 func TestReadinessFallsBackToListeningSocket(t *testing.T) {
 	f := newFake()
-	f.netnsErr = fmt.Errorf("entering the network namespace: %w", syscall.EPERM)
+	f.NetnsErr = fmt.Errorf("entering the network namespace: %w", syscall.EPERM)
 	s := newTestSession(f, testPlan(3128))
 	calls := 0
 	s.Listening = func(pid, port int) (bool, error) {
@@ -412,7 +412,7 @@ func TestHostEntriesFromPeers(t *testing.T) {
 	if _, err := s.StartWorkload(ctx, RoleAgent, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	got := f.specs["agent"].ExtraHosts
+	got := f.Specs["agent"].ExtraHosts
 	if diff := cmp.Diff([]string{"egress-gateway:10.99.0.2"}, got); diff != "" {
 		t.Errorf("agent ExtraHosts (-want +got):\n%s", diff)
 	}
@@ -432,7 +432,7 @@ func TestHostEntriesMissingPeer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "mcp-sidecar") {
 		t.Fatalf("err = %v, want one naming mcp-sidecar", err)
 	}
-	if _, ok := f.specs["agent"]; ok {
+	if _, ok := f.Specs["agent"]; ok {
 		t.Error("the agent was created")
 	}
 }

@@ -84,22 +84,22 @@ func TestGCLeavesKept(t *testing.T) {
 	f := newFake()
 	dead := map[string]string{LabelApp: "1", LabelHost: "h", LabelPID: "7"}
 	kept := map[string]string{LabelApp: "1", LabelHost: "h", LabelPID: "7", LabelKept: "1"}
-	f.containers = []dockerx.Resource{{ID: "c1", Labels: dead}, {ID: "k1", Labels: kept}}
-	f.networks = []dockerx.Resource{{ID: "n1", Labels: dead}, {ID: "kn1", Labels: kept}}
+	f.Containers = []dockerx.Resource{{ID: "c1", Labels: dead}, {ID: "k1", Labels: kept}}
+	f.Networks = []dockerx.Resource{{ID: "n1", Labels: dead}, {ID: "kn1", Labels: kept}}
 	dead7 := func(int) bool { return false }
 	if _, err := GC(context.Background(), f, "h", dead7); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"remove c1", "remove-network n1"}, f.calls); diff != "" {
+	if diff := cmp.Diff([]string{"remove c1", "remove-network n1"}, f.Calls); diff != "" {
 		t.Errorf("gc (-want +got):\n%s", diff)
 	}
-	f.calls = nil
-	f.containers, f.networks = f.containers[1:], f.networks[1:] // what gc removed is gone
+	f.Calls = nil
+	f.Containers, f.Networks = f.Containers[1:], f.Networks[1:] // what gc removed is gone
 	got, err := Sweep(context.Background(), f, Selection{Host: "h", Alive: dead7, Kept: true})
 	if err != nil || len(got.Containers) == 0 {
 		t.Fatalf("Sweep = %+v, %v", got, err)
 	}
-	if diff := cmp.Diff([]string{"remove k1", "remove-network kn1"}, f.calls); diff != "" {
+	if diff := cmp.Diff([]string{"remove k1", "remove-network kn1"}, f.Calls); diff != "" {
 		t.Errorf("gc --kept (-want +got):\n%s", diff)
 	}
 }

@@ -166,7 +166,7 @@ func planFor(t *testing.T, pool string) Plan {
 
 func createdSubnets(f *fakeEngine) []string {
 	var out []string
-	for _, n := range f.createdNets {
+	for _, n := range f.CreatedNets {
 		out = append(out, n.Subnet+" via "+n.Gateway)
 	}
 	return out
@@ -175,7 +175,7 @@ func createdSubnets(f *fakeEngine) []string {
 func TestCreateNetworksSkipsTakenSubnets(t *testing.T) {
 	f := newFake()
 	// Another network already has the first /28, the host routes the third.
-	f.networks = []dockerx.Resource{{Name: "other", Subnets: []string{"10.213.9.0/28", "fd00::/64"}}, {Name: "host"}}
+	f.Networks = []dockerx.Resource{{Name: "other", Subnets: []string{"10.213.9.0/28", "fd00::/64"}}, {Name: "host"}}
 	s := newTestSession(f, planFor(t, "10.213.9.0/26"))
 	s.HostPrefixes = func() ([]netip.Prefix, error) { return prefixes("10.213.9.32/29"), nil }
 	s.Plan.Networks[0].Subnet = "10.213.9.0/28" // the plan's first choice
@@ -198,7 +198,7 @@ func TestCreateNetworksSkipsTakenSubnets(t *testing.T) {
 func TestCreateNetworksRetriesWhenTheEngineRefuses(t *testing.T) {
 	f := newFake()
 	refused := map[string]bool{"10.213.9.0/28": true, "10.213.9.16/28": true}
-	f.networkErr = func(n dockerx.NetworkSpec) error {
+	f.NetworkErr = func(n dockerx.NetworkSpec) error {
 		if refused[n.Subnet] {
 			return fmt.Errorf("creating network %s: %w", n.Name, dockerx.ErrSubnetTaken)
 		}
@@ -231,7 +231,7 @@ func TestCreateNetworksExhausted(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake()
 			calls := 0
-			f.networkErr = func(dockerx.NetworkSpec) error {
+			f.NetworkErr = func(dockerx.NetworkSpec) error {
 				calls++
 				if tt.refuse {
 					return dockerx.ErrSubnetTaken
@@ -261,7 +261,7 @@ func TestCreateNetworksConcurrently(t *testing.T) {
 	f := newFake()
 	var mu sync.Mutex
 	var used []netip.Prefix
-	f.networkErr = func(n dockerx.NetworkSpec) error {
+	f.NetworkErr = func(n dockerx.NetworkSpec) error {
 		mu.Lock()
 		defer mu.Unlock()
 		p := netip.MustParsePrefix(n.Subnet)

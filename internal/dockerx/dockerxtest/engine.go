@@ -1,0 +1,267 @@
+// Package dockerxtest is a fake dockerx.Engine for tests of the packages
+// that drive one (orchestrate, sandbox): it records every call in order,
+// creates nothing, and lets a test script exits, failures and what the
+// engine reports. It is at least as strict as the real engine where a test
+// relies on it: a container that was never created cannot be waited for,
+// started or removed without an error.
+package dockerxtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+)
+
+// Engine is the fake. Set its fields before the code under test runs;
+// read Calls (under no concurrent use) after.
+type Engine struct {
+	mu sync.Mutex
+	// Calls are the operations in order: "create-network NAME",
+	// "create NAME", "start ID", "attach ID", "kill ID SIGNAL",
+	// "remove ID", "remove-network ID", "inspect-image REF", "build TAG",
+	// "import TAG", "dial PID HOST".
+	Calls []string
+
+	VersionString string // Version's answer; "" is 27.0.0
+	VersionErr    error
+	Images        map[string]bool
+	BuildErr      error
+	ImportErr     error
+	CreateErr     map[string]error // CreateContainer fails, by container name
+	StartErr      map[string]error // StartContainer fails, by container id
+	IP            string           // each container's address on "internal"
+	Stopped       bool             // InspectContainer reports not running
+	ExitOnStart   map[string]int   // containers (by id) that exit at once, with this code
+	// Output is what AttachContainer streams to stdout, by container id;
+	// the default is "hello from ID\n".
+	Output      map[string]string
+	RemoveErr   map[string]error
+	Containers  []dockerx.Resource // ListContainers' answer
+	Networks    []dockerx.Resource // ListNetworks' answer
+	Specs       map[string]dockerx.ContainerSpec // by name, as created
+	Dials       []string                         // "pid addr" of every connection made through DialNetns
+	NetnsErr    error                            // DialNetns fails with it (e.g. EPERM)
+	NetworkErr  func(dockerx.NetworkSpec) error  // CreateNetwork fails with what it returns
+	CreatedNets []dockerx.NetworkSpec            // as created
+
+	waits map[string]chan dockerx.WaitResult
+}
+
+// New returns an empty fake engine.
+func New() *Engine {
+	return &Engine{Images: map[string]bool{}, CreateErr: map[string]error{}, StartErr: map[string]error{},
+		ExitOnStart: map[string]int{}, Output: map[string]string{}, RemoveErr: map[string]error{}, IP: "10.99.0.2",
+		Specs: map[string]dockerx.ContainerSpec{}, waits: map[string]chan dockerx.WaitResult{}}
+}
+
+// ErrNoSuchContainer is what the fake answers for an id it never created.
+var ErrNoSuchContainer = errors.New("dockerxtest: no such container")
+
+// Record appends one call.
+func (f *Engine) Record(format string, args ...any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Calls = append(f.Calls, fmt.Sprintf(format, args...))
+}
+
+// CallList returns a copy of the calls so far (safe while the code under
+// test still runs).
+func (f *Engine) CallList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string{}, f.Calls...)
+}
+
+func (f *Engine) Version(context.Context) (dockerx.EngineVersion, error) {
+	v := f.VersionString
+	if v == "" {
+		v = "27.0.0"
+	}
+	return dockerx.EngineVersion{Version: v, APIVersion: "1.47"}, f.VersionErr
+}
+
+func (f *Engine) InspectImage(_ context.Context, ref string) (dockerx.ImageInfo, bool, error) {
+	f.Record("inspect-image %s", ref)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return dockerx.ImageInfo{ID: "sha256:1", Size: 42}, f.Images[ref], nil
+}
+
+func (f *Engine) BuildImage(_ context.Context, img dockerx.ImageFiles) error {
+	f.Record("build %s", img.Tag)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.BuildErr == nil {
+		f.Images[img.Tag] = true
+	}
+	return f.BuildErr
+}
+
+func (f *Engine) ImportImage(_ context.Context, img dockerx.ImageFiles) error {
+	f.Record("import %s", img.Tag)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.ImportErr == nil {
+		f.Images[img.Tag] = true
+	}
+	return f.ImportErr
+}
+
+func (f *Engine) CreateNetwork(_ context.Context, n dockerx.NetworkSpec) (string, error) {
+	f.Record("create-network %s", n.Name)
+	if f.NetworkErr != nil {
+		if err := f.NetworkErr(n); err != nil {
+			return "", err
+		}
+	}
+	f.mu.Lock()
+	f.CreatedNets = append(f.CreatedNets, n)
+	f.mu.Unlock()
+	return "net-" + n.Name, nil
+}
+
+func (f *Engine) RemoveNetwork(_ context.Context, id string) error {
+	f.Record("remove-network %s", id)
+	return f.RemoveErr[id]
+}
+
+func (f *Engine) ListNetworks(context.Context, map[string]string) ([]dockerx.Resource, error) {
+	return f.Networks, nil
+}
+
+func (f *Engine) CreateContainer(_ context.Context, c dockerx.ContainerSpec) (string, error) {
+	f.Record("create %s", c.Name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.Specs[c.Name] = c
+	if err := f.CreateErr[c.Name]; err != nil {
+		return "", err
+	}
+	f.waits["id-"+c.Name] = make(chan dockerx.WaitResult, 1)
+	return "id-" + c.Name, nil
+}
+
+// WaitContainer yields the exit scripted by Exit, ExitOnStart or a kill;
+// for an unknown id it yields ErrNoSuchContainer at once.
+func (f *Engine) WaitContainer(_ context.Context, id string) <-chan dockerx.WaitResult {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ch, ok := f.waits[id]
+	if !ok {
+		ch = make(chan dockerx.WaitResult, 1)
+		ch <- dockerx.WaitResult{ExitCode: -1, Err: ErrNoSuchContainer}
+	}
+	return ch
+}
+
+func (f *Engine) StartContainer(_ context.Context, id string) error {
+	f.Record("start %s", id)
+	if !f.known(id) {
+		return ErrNoSuchContainer
+	}
+	if err := f.StartErr[id]; err != nil {
+		return err
+	}
+	if code, ok := f.ExitOnStart[id]; ok {
+		f.Exit(id, code)
+	}
+	return nil
+}
+
+func (f *Engine) known(id string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, ok := f.waits[id]
+	return ok
+}
+
+// Exit makes container id exit with code (once; later exits are dropped).
+func (f *Engine) Exit(id string, code int) {
+	f.mu.Lock()
+	ch := f.waits[id]
+	f.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case ch <- dockerx.WaitResult{ExitCode: code}:
+	default:
+	}
+}
+
+func (f *Engine) AttachContainer(_ context.Context, id string, stdout, _ io.Writer) (<-chan error, error) {
+	f.Record("attach %s", id)
+	if !f.known(id) {
+		return nil, ErrNoSuchContainer
+	}
+	done := make(chan error, 1)
+	f.mu.Lock()
+	out, ok := f.Output[id]
+	f.mu.Unlock()
+	if !ok {
+		out = "hello from " + id + "\n"
+	}
+	_, _ = io.WriteString(stdout, out)
+	done <- nil
+	return done, nil
+}
+
+func (f *Engine) Logs(_ context.Context, id string, _, _ io.Writer) error {
+	if !f.known(id) {
+		return ErrNoSuchContainer
+	}
+	return nil
+}
+
+func (f *Engine) InspectContainer(_ context.Context, id string) (dockerx.ContainerState, error) {
+	if !f.known(id) {
+		return dockerx.ContainerState{}, ErrNoSuchContainer
+	}
+	if f.Stopped {
+		return dockerx.ContainerState{ExitCode: 2, IPs: map[string]string{}}, nil
+	}
+	return dockerx.ContainerState{Running: true, Pid: 4242, IPs: map[string]string{"internal": f.IP}}, nil
+}
+
+func (f *Engine) KillContainer(_ context.Context, id, signal string) error {
+	f.Record("kill %s %s", id, signal)
+	f.Exit(id, 137)
+	return nil
+}
+
+func (f *Engine) RemoveContainer(_ context.Context, id string) error {
+	f.Record("remove %s", id)
+	return f.RemoveErr[id]
+}
+
+func (f *Engine) ListContainers(context.Context, map[string]string) ([]dockerx.Resource, error) {
+	return f.Containers, nil
+}
+
+func (f *Engine) PeakMemory(context.Context, string) func() uint64 {
+	return func() uint64 { return 1234 }
+}
+
+// DialNetns stands for dockerx.DialInNetns: it records the connection and
+// makes it on this host's loopback (where a test's servers listen), so a
+// test sees every address the code under test used.
+func (f *Engine) DialNetns(ctx context.Context, pid int, addr string) (net.Conn, error) {
+	host, _, _ := net.SplitHostPort(addr)
+	f.Record("dial %d %s", pid, host)
+	f.mu.Lock()
+	f.Dials = append(f.Dials, fmt.Sprintf("%d %s", pid, addr))
+	err := f.NetnsErr
+	f.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", addr)
+}
+
+var _ dockerx.Engine = (*Engine)(nil)
