@@ -41,8 +41,8 @@ type Engine struct {
 	// the default is "hello from ID\n".
 	Output      map[string]string
 	RemoveErr   map[string]error
-	Containers  []dockerx.Resource // ListContainers' answer
-	Networks    []dockerx.Resource // ListNetworks' answer
+	Containers  []dockerx.Resource               // ListContainers' answer
+	Networks    []dockerx.Resource               // ListNetworks' answer
 	Specs       map[string]dockerx.ContainerSpec // by name, as created
 	Dials       []string                         // "pid addr" of every connection made through DialNetns
 	NetnsErr    error                            // DialNetns fails with it (e.g. EPERM)
