@@ -37,8 +37,10 @@ var (
 
 // RunConnectivityCheck is `mcpsidecar agent --check`, the workload doctor
 // runs instead of a model: it lists the sidecar's tools, reads the answer
-// format, asks the gateway for a .invalid name (expecting a refusal), and
-// reads the routing tables (expecting no default route). It sends nothing
+// format, asks the gateway for a .invalid name (expecting a refusal), sends
+// a model request to the credential listener without the run's placeholder
+// and with a wrong one (expecting both refused), and reads the routing
+// tables (expecting no default route). It sends nothing
 // outside the sandbox's own networks. It prints a table to w and returns
 // an error naming the failed checks.
 func RunConnectivityCheck(ctx context.Context, cfg Config, w io.Writer) error {
@@ -50,7 +52,8 @@ func RunConnectivityCheck(ctx context.Context, cfg Config, w io.Writer) error {
 		checks = append(checks, checkTools(ctx, session, cfg), checkFormat(ctx, session, cfg))
 		session.Close()
 	}
-	checks = append(checks, checkGatewayRefuses(ctx, cfg), checkNoRoute(route4, route6, cfg.EngineVersion))
+	checks = append(checks, checkGatewayRefuses(ctx, cfg), checkPlaceholderRequired(ctx, cfg),
+		checkNoRoute(route4, route6, cfg.EngineVersion))
 	if err := printChecks(w, checks); err != nil {
 		return err
 	}

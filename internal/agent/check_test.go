@@ -134,7 +134,7 @@ func TestRunConnectivityCheck(t *testing.T) {
 		rows = append(rows, strings.Join(strings.Fields(line)[:2], " "))
 	}
 	// Names have spaces; compare the first two words of each row.
-	wantRows := []string{"sidecar tools", "answer format", "gateway refuses", "no route"}
+	wantRows := []string{"sidecar tools", "answer format", "gateway refuses", "gateway refuses", "no route"}
 	if diff := cmp.Diff(wantRows, rows); diff != "" {
 		t.Errorf("rows (-want +got):\n%s\n%s", diff, out.String())
 	}
