@@ -35,6 +35,10 @@ type Metadata struct {
 	Phases       []Phase     `json:"phases"`
 	Verdict      Verdict     `json:"verdict"`
 	Degradations []string    `json:"degradations"`
+	// Credentials says where each credential of the run lived: in the
+	// gateway (the agent held a per-run placeholder) or in the sandbox (a
+	// recorded softening). Names only, never a value.
+	Credentials []Credential `json:"credentials,omitempty"`
 	// Hardening is what each role reported about the layers it applied
 	// (its harden-report.json), keyed by role.
 	Hardening map[string]RoleHardening `json:"hardening,omitempty"`
@@ -48,6 +52,14 @@ type Metadata struct {
 	Kept             bool     `json:"kept,omitempty"`
 	RemoveCommand    []string `json:"remove_command,omitempty"`
 	ExitCode         int      `json:"exit_code"`
+}
+
+// Credential is one credential of a run: the host variable it came from,
+// the host it is sent to, and where it lived.
+type Credential struct {
+	Variable string `json:"variable"`
+	Host     string `json:"host"`
+	Lives    string `json:"lives"` // "gateway" or "sandbox"
 }
 
 // Image is the image every container of the run used.
