@@ -35,6 +35,7 @@ func Build(runDir string) (*Timeline, error) {
 	b.readMetadata()
 	b.readLineSources()
 	b.readExtras()
+	b.readGlance()
 	sortEvents(t.Events)
 	link(t.Events)
 	b.checkClaims()

@@ -123,6 +123,13 @@ type Timeline struct {
 	// directory holds it.
 	Policy *Policy `json:"policy,omitempty"`
 
+	// Question is the agent's question as the harness recorded it.
+	Question string `json:"question,omitempty"`
+	// Hardening is each container's hardening (run-metadata.json and
+	// resolved-profile.json); Softenings is the spec's softening ledger.
+	Hardening  []ContainerHardening `json:"hardening,omitempty"`
+	Softenings []Softening          `json:"softenings,omitempty"`
+
 	Events []Event      `json:"events"`
 	Probe  *ProbeReport `json:"probe,omitempty"`
 	Answer string       `json:"answer,omitempty"`

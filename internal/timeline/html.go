@@ -29,6 +29,13 @@ var reportTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"short": shortID,
 	"size":  fmtBytes,
 	"join":  func(s []string) string { return strings.Join(s, ", ") },
+	"add": func(n ...int) int {
+		sum := 0
+		for _, x := range n {
+			sum += x
+		}
+		return sum
+	},
 }).Parse(reportTemplate))
 
 // reportCSP is the report's Content-Security-Policy. The report is opened
@@ -76,6 +83,20 @@ type htmlView struct {
 	ImageHow     string
 
 	ProbePass, ProbeViolations, ProbeOther int
+
+	// The summary at the top.
+	Headline         Headline
+	Question         string
+	QuestionRecorded bool
+	Hardening        []hardView
+	Softenings       []softGroup
+	Denials          DenialSummary
+	ChecksOpen       bool
+	ChecksPassed     int
+	ProbeGroups      []probeGroupView
+	// ProbeFilter is the verdict filter checked when the page opens:
+	// violations when there are any, else all.
+	ProbeFilter string
 }
 
 type netView struct {
@@ -93,8 +114,10 @@ type ctrView struct {
 type destView struct {
 	Target, IPs, Why, Bytes string
 	Allowed, Denied         int
-	up, down                int64
-	ips, whys               []string
+	// Expected counts the denials the run caused on purpose.
+	Expected  int
+	up, down  int64
+	ips, whys []string
 }
 
 type phaseView struct {
@@ -114,6 +137,9 @@ type rowView struct {
 	Children   []rowView
 	// MoreChildren counts linked events not shown under this row.
 	MoreChildren int
+	// Expected marks a denial the run caused on purpose, and why.
+	Expected    bool
+	ExpectedWhy string
 
 	ChildDenied bool
 }
@@ -135,6 +161,27 @@ func (t *Timeline) view() *htmlView {
 	v.Rows, v.OmittedRows = t.rows()
 	if t.Probe != nil {
 		v.ProbePass, v.ProbeViolations, v.ProbeOther = t.Probe.Tally()
+		v.ProbeGroups = probeGroupViews(t.Probe)
+		v.ProbeFilter = "all"
+		if v.ProbeViolations > 0 {
+			v.ProbeFilter = "violation"
+		}
+	}
+	v.Headline = t.Headline()
+	v.Question, v.QuestionRecorded = t.QuestionText()
+	for _, h := range t.Hardening {
+		v.Hardening = append(v.Hardening, hardViewOf(h))
+	}
+	v.Softenings = softGroups(t.Softenings)
+	v.Denials = t.Denials()
+	if t.Verdict != nil {
+		for _, c := range t.Verdict.Checks {
+			if c.OK {
+				v.ChecksPassed++
+			} else {
+				v.ChecksOpen = true
+			}
+		}
 	}
 	return v
 }
@@ -205,6 +252,9 @@ func (t *Timeline) destinations() []destView {
 		}
 		if e.Denied() {
 			d.Denied++
+			if exp, _ := t.ExpectedDenial(e); exp {
+				d.Expected++
+			}
 			d.whys = addUnique(d.whys, "denied: "+orDash(e.Reason))
 		} else {
 			d.Allowed++
@@ -225,8 +275,18 @@ func (t *Timeline) destinations() []destView {
 		}
 		out = append(out, *d)
 	}
-	// Denied destinations first: they are what a reviewer looks for.
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Denied > 0 && out[j].Denied == 0 })
+	// Unexpected denials first, then expected ones: what a reviewer looks
+	// for.
+	rank := func(d destView) int {
+		switch {
+		case d.Denied > d.Expected:
+			return 0
+		case d.Denied > 0:
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i]) < rank(out[j]) })
 	return out
 }
 
@@ -335,7 +395,7 @@ func (t *Timeline) rootRow(e *Event, children []int) rowView {
 		}
 		cr := t.row(&t.Events[c])
 		r.Children = append(r.Children, cr)
-		r.ChildDenied = r.ChildDenied || cr.Flagged
+		r.ChildDenied = r.ChildDenied || (cr.Flagged && !cr.Expected)
 	}
 	r.Expandable = len(r.Children) > 0 || r.Args != "" || e.ResultPreview != "" || e.Error != "" ||
 		e.Kind == KindToolCall || e.Kind == KindResourceRead || e.Kind == KindModelRequest
@@ -348,6 +408,7 @@ func (t *Timeline) rootRow(e *Event, children []int) rowView {
 
 func (t *Timeline) row(e *Event) rowView {
 	r := rowView{E: e, Rel: relText(t.Started, e.Time), Flagged: !e.OK}
+	r.Expected, r.ExpectedWhy = t.ExpectedDenial(e)
 	if e.DurationMS > 0 && e.Kind != KindPhase && !e.Denied() {
 		r.Dur = fmtMS(e.DurationMS)
 	}
