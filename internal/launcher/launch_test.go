@@ -1,0 +1,364 @@
+//go:build linux
+
+package launcher
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+)
+
+// envTestLaunch makes the test binary the launcher: its arguments after
+// "--" are the command (the supervisor re-executes it the same way).
+const envTestLaunch = "LAUNCHER_TEST_LAUNCH"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envTestLaunch) == "1" {
+		i := slices.Index(os.Args, "--")
+		err := Launch(Options{Argv: os.Args[i+1:], Environ: os.Environ(), Stderr: os.Stderr, ReportDir: os.Getenv("LAUNCHER_TEST_REPORT")})
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			if ee.Err != nil {
+				fmt.Fprintln(os.Stderr, ee.Err)
+			}
+			os.Exit(ee.Code)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// python is the host's interpreter the process tests run: a real dynamic
+// ELF program with shared libraries, like a user's workload.
+func python(t *testing.T) string {
+	t.Helper()
+	// Debian's own, not a shim script on PATH (pyenv's is a bash script).
+	p := "/usr/bin/python3"
+	if _, err := os.Stat(p); err != nil {
+		t.Skip("/usr/bin/python3 is not installed")
+	}
+	return p
+}
+
+// requireLandlock skips when the kernel lacks Landlock's network rules and
+// scopes.
+func requireLandlock(t *testing.T) {
+	t.Helper()
+	if abi, err := ll.LandlockGetABIVersion(); err != nil || abi < 6 {
+		t.Skipf("this kernel's Landlock ABI is below 6 (%d, %v)", abi, err)
+	}
+}
+
+// launched is one launcher run in a child process.
+type launched struct {
+	code   int
+	stdout string
+	stderr string
+}
+
+// launch runs argv under the launcher with the agent's policy (work is
+// the writable directory, port the one allowed TCP port), shell access as
+// given.
+func launch(t *testing.T, shell bool, work string, port int, argv ...string) launched {
+	t.Helper()
+	requireLandlock(t)
+	p := basePolicy(work)
+	p.Landlock.ConnectTCP = []uint16{uint16(port)}
+	p.BestEffort = nil // this kernel has every layer; a missing one fails the test
+	raw, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, append([]string{"launch", "--"}, argv...)...)
+	cmd.Env = append(os.Environ(), envTestLaunch+"=1", harden.EnvPolicy+"="+string(raw), "LAUNCHER_TEST_REPORT="+work, "WORK="+work)
+	if shell {
+		cmd.Env = append(cmd.Env, EnvShellAccess+"=1")
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err = cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return launched{code, out.String(), errb.String()}
+}
+
+// listen serves one TCP port on loopback that answers "hi".
+func listen(t *testing.T) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("hi"))
+			c.Close()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// attempts is a Python program that tries each action and prints one
+// JSON line per action: {"name": ..., "ok": bool, "error": ...}.
+const attempts = `
+import json, os, socket, subprocess, sys, shutil, stat
+work = os.environ["WORK"]
+results = []
+def attempt(name, fn):
+    try:
+        fn()
+        results.append({"name": name, "ok": True})
+    except Exception as e:
+        results.append({"name": name, "ok": False, "error": type(e).__name__ + ": " + str(e)})
+def connect(port):
+    s = socket.create_connection(("127.0.0.1", port), timeout=5)
+    assert s.recv(2) == b"hi"
+    s.close()
+def write_exec():
+    dst = os.path.join(work, "dropped")
+    shutil.copy("/bin/true", dst)
+    os.chmod(dst, 0o755)
+    subprocess.run([dst], check=True)
+def execv_in_child(path, *args):
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.execv(path, [path, *args])
+        except OSError as e:
+            os._exit(100 + e.errno)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code >= 100:
+        raise PermissionError(code - 100, os.strerror(code - 100))
+    if code != 0:
+        raise RuntimeError("exit %d" % code)
+def write_file(path):
+    with open(path, "w") as f:
+        f.write("x")
+for a in sys.argv[1:]:
+    kind, _, arg = a.partition(":")
+    if kind == "connect": attempt(a, lambda: connect(int(arg)))
+    elif kind == "write": attempt(a, lambda: write_file(arg))
+    elif kind == "read": attempt(a, lambda: open(arg).read(1))
+    elif kind == "spawn": attempt(a, lambda: subprocess.run(arg.split(), check=True, stdout=subprocess.DEVNULL))
+    elif kind == "execv": attempt(a, lambda: execv_in_child(*arg.split()))
+    elif kind == "write-exec": attempt(a, write_exec)
+    elif kind == "ctypes": attempt(a, lambda: __import__("ctypes").CDLL("libc.so.6").getpid())
+for r in results:
+    print(json.dumps(r))
+`
+
+type attemptResult struct {
+	Name  string `json:"name"`
+	OK    bool   `json:"ok"`
+	Error string `json:"error"`
+}
+
+func parseAttempts(t *testing.T, l launched) map[string]attemptResult {
+	t.Helper()
+	if l.code != 0 {
+		t.Fatalf("launcher exit %d\nstdout:\n%s\nstderr:\n%s", l.code, l.stdout, l.stderr)
+	}
+	out := map[string]attemptResult{}
+	for _, line := range strings.Split(strings.TrimSpace(l.stdout), "\n") {
+		var r attemptResult
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v\nstderr:\n%s", line, err, l.stderr)
+		}
+		out[r.Name] = r
+	}
+	return out
+}
+
+func expect(t *testing.T, got map[string]attemptResult, allowed, refused []string) {
+	t.Helper()
+	for _, a := range allowed {
+		if r, ok := got[a]; !ok || !r.OK {
+			t.Errorf("%s: want allowed, got %+v", a, r)
+		}
+	}
+	for _, a := range refused {
+		r, ok := got[a]
+		if !ok || r.OK {
+			t.Errorf("%s: want refused, got %+v", a, r)
+			continue
+		}
+		if !strings.Contains(r.Error, "Permission") && !strings.Contains(r.Error, "Errno 1") && !strings.Contains(r.Error, "Errno 13") {
+			t.Errorf("%s: refused, but not by a permission error: %s", a, r.Error)
+		}
+	}
+}
+
+// TestLaunchOwnCommandOnly runs python3 (dynamic, with shared libraries)
+// without shell_access: it starts, which proves the ELF interpreter's
+// execute right and READ-only libraries suffice (Landlock does not check
+// PROT_EXEC mappings), uses its allowed port and writable directory, and
+// every attempt to start another program — /bin/sh through os.execv, a
+// subprocess, a file it wrote, the dynamic loader running /bin/sh, even
+// python3 itself again — is refused.
+func TestLaunchOwnCommandOnly(t *testing.T) {
+	py := python(t)
+	work := t.TempDir()
+	allowedPort, otherPort := listen(t), listen(t)
+	ld, err := elfInterp(py)
+	if err != nil || ld == "" {
+		t.Fatalf("python3 has no ELF interpreter: %v", err)
+	}
+	l := launch(t, false, work, allowedPort, py, "-c", attempts,
+		"connect:"+strconv.Itoa(allowedPort), "connect:"+strconv.Itoa(otherPort),
+		"write:"+filepath.Join(work, "answer.txt"), "write:/etc/mcpsidecar-launcher-test", "write:"+filepath.Dir(py)+"/x",
+		"read:/etc/hostname", "ctypes:",
+		"execv:/bin/sh -c true", "execv:"+py+" -c pass", "execv:"+ld+" /bin/sh -c true",
+		"spawn:/bin/true", "write-exec:")
+	got := parseAttempts(t, l)
+	for _, r := range got {
+		t.Logf("%s: ok=%v %s", r.Name, r.OK, r.Error)
+	}
+	expect(t, got,
+		[]string{"connect:" + strconv.Itoa(allowedPort), "write:" + filepath.Join(work, "answer.txt"), "read:/etc/hostname", "ctypes:"},
+		[]string{"connect:" + strconv.Itoa(otherPort), "write:/etc/mcpsidecar-launcher-test", "write:" + filepath.Dir(py) + "/x",
+			"execv:/bin/sh -c true", "execv:" + py + " -c pass", "execv:" + ld + " /bin/sh -c true", "spawn:/bin/true", "write-exec:"})
+	if !strings.Contains(l.stderr, "refused a program start") {
+		t.Errorf("the supervisor did not log its refusals:\n%s", l.stderr)
+	}
+	rep, err := os.ReadFile(filepath.Join(work, harden.ReportFile))
+	if err != nil {
+		t.Fatalf("no harden report: %v", err)
+	}
+	r, err := harden.ParseReport(rep)
+	if err != nil || r.Role != Role || len(r.Degradations) != 0 {
+		t.Errorf("report %+v, %v", r, err)
+	}
+}
+
+// TestLaunchShellAccess: with shell_access programs of the image's tree
+// run, a file the workload wrote never does, and the network and the
+// filesystem rules stand.
+func TestLaunchShellAccess(t *testing.T) {
+	py := python(t)
+	work := t.TempDir()
+	allowedPort, otherPort := listen(t), listen(t)
+	l := launch(t, true, work, allowedPort, py, "-c", attempts,
+		"spawn:/bin/true", "execv:/bin/sh -c true", "write-exec:",
+		"connect:"+strconv.Itoa(allowedPort), "connect:"+strconv.Itoa(otherPort), "write:/etc/mcpsidecar-launcher-test")
+	expect(t, parseAttempts(t, l),
+		[]string{"spawn:/bin/true", "execv:/bin/sh -c true", "connect:" + strconv.Itoa(allowedPort)},
+		[]string{"write-exec:", "connect:" + strconv.Itoa(otherPort), "write:/etc/mcpsidecar-launcher-test"})
+}
+
+// TestLoaderNeedsExecute verifies the kernel behaviour the plan relies on:
+// without the execute right on the ELF interpreter a dynamic program does
+// not start (binfmt_elf opens the interpreter for execution, which
+// Landlock checks), so the plan must grant it.
+func TestLoaderNeedsExecute(t *testing.T) {
+	py := python(t)
+	requireLandlock(t)
+	work := t.TempDir()
+	p := basePolicy(work)
+	planned, err := Plan(Input{Base: p, Argv: []string{py, "-c", "print('started')"}, Root: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := planned.Policy
+	pol.Landlock.ExecFiles = []string{planned.Program} // the loader left out
+	raw, _ := json.Marshal(pol)
+	self, _ := os.Executable()
+	cmd := exec.Command(self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), envChildExec+"="+string(raw), envChildArgv+"="+py)
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "permission denied") {
+		t.Fatalf("python3 started without the loader's execute right (err %v): %s", err, out)
+	}
+}
+
+const (
+	envChildExec = "LAUNCHER_TEST_APPLY_EXEC" // policy JSON: apply it and exec $LAUNCHER_TEST_ARGV
+	envChildArgv = "LAUNCHER_TEST_ARGV"
+)
+
+func init() {
+	if os.Getenv("LAUNCHER_TEST_NOOP") == "1" {
+		os.Exit(0) // the benchmark's baseline: start this binary, do nothing
+	}
+	raw := os.Getenv(envChildExec)
+	if raw == "" {
+		return
+	}
+	p, err := harden.ParsePolicy([]byte(raw))
+	if err != nil {
+		fmt.Println(err)
+		os.Exit(3)
+	}
+	if _, err := harden.Apply(*p); err != nil {
+		fmt.Println(err)
+		os.Exit(3)
+	}
+	argv := strings.Fields(os.Getenv(envChildArgv))
+	err = execWorkload(Planned{Program: argv[0], Argv: argv}, []string{"PATH=/usr/bin"})
+	fmt.Println(err)
+	os.Exit(4)
+}
+
+// BenchmarkLaunch is the launcher's start-up cost: /bin/true run directly,
+// under the launcher with shell_access (plan, harden, execve), and under
+// the supervisor (plus a second stage and the notifier); the baseline
+// "launcher-binary-noop" starts the same binary and exits at once.
+func BenchmarkLaunch(b *testing.B) {
+	if abi, err := ll.LandlockGetABIVersion(); err != nil || abi < 6 {
+		b.Skip("no Landlock")
+	}
+	work := b.TempDir()
+	p := basePolicy(work)
+	raw, _ := json.Marshal(p)
+	self, _ := os.Executable()
+	env := append(os.Environ(), envTestLaunch+"=1", harden.EnvPolicy+"="+string(raw))
+	run := func(b *testing.B, name string, args []string, env []string) {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				cmd := exec.Command(name, args...)
+				if name != "/bin/true" {
+					cmd = exec.Command(self, args...)
+				}
+				cmd.Env = env
+				if out, err := cmd.CombinedOutput(); err != nil {
+					b.Fatalf("%v: %s", err, out)
+				}
+			}
+		})
+	}
+	run(b, "/bin/true", nil, os.Environ())
+	run(b, "launcher-binary-noop", nil, append(os.Environ(), "LAUNCHER_TEST_NOOP=1"))
+	run(b, "shell_access", []string{"launch", "--", "/bin/true"}, append(env, EnvShellAccess+"=1"))
+	run(b, "own-command-only", []string{"launch", "--", "/bin/true"}, env)
+}
