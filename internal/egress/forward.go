@@ -2,7 +2,6 @@ package egress
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,10 +15,12 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
 
-// forwardState carries one forwarded request's checked target into the
-// transport's dialer, and the outcome back.
+// forwardState carries one forwarded request's checked target (and what
+// its pool key needs) into the upstream pool, and the outcome back.
 type forwardState struct {
 	target *target
+	client string // the client's IP address
+	cred   string // the credential listener's credential, for its pool key
 	dialed netip.Addr
 	err    error
 }
@@ -27,20 +28,15 @@ type forwardState struct {
 type forwardKey struct{}
 
 // newForwarder builds the plain-HTTP forwarder: a ReverseProxy whose
-// transport dials only the request's checked addresses, never consults
-// HTTP(S)_PROXY, verifies TLS (for https absolute URIs) and keeps no
-// idle connections (each request's decision names the address it used).
+// upstream connections come from the gateway's pool (kept per client,
+// host, port and checked addresses; dialed only to the checked
+// addresses, never through HTTP(S)_PROXY, TLS verified for https
+// absolute URIs).
 func (g *Gateway) newForwarder() http.Handler {
-	tr := &http.Transport{
-		Proxy:                  nil,
-		DialContext:            g.dialForward,
-		DisableKeepAlives:      true,
-		TLSHandshakeTimeout:    g.limits.DialTimeout,
-		MaxResponseHeaderBytes: 1 << 20,
-	}
+	g.fwdPool = newUpstreamPool(g, g.transportTemplate)
 	return &httputil.ReverseProxy{
 		Rewrite:      rewriteForward,
-		Transport:    tr,
+		Transport:    g.fwdPool,
 		ErrorHandler: g.forwardError,
 		ErrorLog:     nil,
 	}
@@ -81,16 +77,6 @@ func urlHost(host, port string) string {
 	return host
 }
 
-func (g *Gateway) dialForward(ctx context.Context, _, _ string) (net.Conn, error) {
-	st, _ := ctx.Value(forwardKey{}).(*forwardState)
-	if st == nil || st.target == nil {
-		return nil, errors.New("forward dial without a checked target")
-	}
-	c, a, err := g.dialTarget(ctx, st.target)
-	st.dialed = a
-	return c, err
-}
-
 func (g *Gateway) forwardError(w http.ResponseWriter, r *http.Request, err error) {
 	if st, _ := r.Context().Value(forwardKey{}).(*forwardState); st != nil {
 		st.err = err
@@ -107,7 +93,7 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decisi
 		g.refuse(w, d, dn)
 		return
 	}
-	st := &forwardState{target: t}
+	st := &forwardState{target: t, client: clientIP(r.RemoteAddr)}
 	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), forwardKey{}, st), g.limits.MaxDuration)
 	defer cancel()
 	body := &countingReader{r: r.Body}
@@ -116,7 +102,9 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decisi
 		r2.Body = body
 	}
 	cw := &countingWriter{ResponseWriter: w}
-	w.Header().Set("Connection", "close")
+	if mustClose(r) {
+		w.Header().Set("Connection", "close")
+	}
 	g.fwd.ServeHTTP(cw, r2)
 	d.Decision = Allow
 	if st.dialed.IsValid() {

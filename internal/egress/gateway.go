@@ -67,6 +67,9 @@ type Gateway struct {
 	slots    chan struct{}
 	srv      *http.Server
 	fwd      http.Handler
+	// fwdPool and injectPool keep upstream connections (pool.go).
+	fwdPool    *upstreamPool
+	injectPool *upstreamPool
 	// inject and injectSrv are the credential listener's; nil without
 	// an [Injection].
 	inject    *Injection
@@ -188,6 +191,10 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 			err = errors.Join(err, ierr)
 		}
 	}
+	g.fwdPool.close()
+	if g.injectPool != nil {
+		g.injectPool.close()
+	}
 	done := make(chan struct{})
 	go func() { g.wg.Wait(); close(done) }()
 	select {
@@ -204,10 +211,11 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 // ServeHTTP routes one request: CONNECT, absolute-URI forward, or the
 // readiness probe.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !claimConn(r) {
+	r, reason := claimRequest(r)
+	if reason != "" {
 		d := g.newDecision(r)
 		d.Host = truncate(r.Host, 255)
-		g.refuse(w, d, deny(http.StatusBadRequest, "one request per connection: this connection already carried a request"))
+		g.refuse(w, d, deny(http.StatusBadRequest, "%s", reason))
 		return
 	}
 	if r.Method != http.MethodConnect && !r.URL.IsAbs() {
@@ -240,7 +248,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (g *Gateway) serveOrigin(w http.ResponseWriter, r *http.Request) {
 	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		w.Header().Set("Connection", "close") // see claimConn
+		if mustClose(r) {
+			w.Header().Set("Connection", "close")
+		}
 		io.WriteString(w, "ok\n")
 		return
 	}

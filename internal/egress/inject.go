@@ -111,23 +111,21 @@ func (in *Injection) validate() error {
 }
 
 // newInjector builds the credential listener's proxy: like the forwarder,
-// its transport dials only the request's checked addresses, never
-// consults HTTP(S)_PROXY, verifies TLS and keeps no idle upstream
-// connection (each decision names the address it used); it flushes every
-// write at once, as model responses stream as server-sent events.
+// its upstream connections come from a pool (kept per client,
+// credential, host, port and checked addresses; dialed only to the
+// checked addresses, never through HTTP(S)_PROXY, TLS verified); it
+// flushes every write at once, as model responses stream as server-sent
+// events.
 func (g *Gateway) newInjector(in *Injection) *http.Server {
-	tr := &http.Transport{
-		Proxy:                  nil,
-		DialContext:            g.dialForward,
-		DisableKeepAlives:      true,
-		TLSHandshakeTimeout:    g.limits.DialTimeout,
-		MaxResponseHeaderBytes: 1 << 20,
-		TLSClientConfig:        &tls.Config{RootCAs: in.RootCAs, MinVersion: tls.VersionTLS12},
-		ForceAttemptHTTP2:      true,
-	}
+	g.injectPool = newUpstreamPool(g, func(t *target) *http.Transport {
+		tr := g.transportTemplate(t)
+		tr.TLSClientConfig = &tls.Config{RootCAs: in.RootCAs, MinVersion: tls.VersionTLS12}
+		tr.ForceAttemptHTTP2 = true
+		return tr
+	})
 	rp := &httputil.ReverseProxy{
 		Rewrite:       rewriteInject,
-		Transport:     tr,
+		Transport:     g.injectPool,
 		ErrorHandler:  g.forwardError,
 		FlushInterval: -1,
 	}
@@ -210,6 +208,8 @@ func (ij *injector) check(r *http.Request, d *Decision) (*injectState, *denial) 
 		return st, dn
 	}
 	st.target = t
+	st.client = clientIP(r.RemoteAddr)
+	st.forwardState.cred = credentialKey(cred)
 	st.out = &url.URL{Scheme: cred.Scheme, Host: urlHost(cred.Host, portIfNotDefault(cred)), RawQuery: r.URL.RawQuery}
 	st.out.Path, _ = url.PathUnescape("/" + rest)
 	st.out.RawPath = "/" + rest

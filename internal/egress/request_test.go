@@ -41,11 +41,14 @@ func noneSeen(t *testing.T, seen chan seenRequest) {
 	}
 }
 
-// TestKeptAliveConnectionCarriesOneRequest: after a first request on a
-// connection (the readiness probe, or an allowed forward), a second one
-// whose Host header names another host is never forwarded, whether sent
-// after the first answer or pipelined behind the first request.
-func TestKeptAliveConnectionCarriesOneRequest(t *testing.T) {
+// TestKeptAliveConnectionChecksEveryRequest: after a first request on a
+// kept-alive connection (the readiness probe, or an allowed forward), a
+// second one whose Host header names another host is refused with its own
+// decision line and never forwarded, whether sent after the first answer
+// or pipelined behind the first request. (Before issue 19 the gateway
+// served one request per connection; now every request's own header
+// block is checked.)
+func TestKeptAliveConnectionChecksEveryRequest(t *testing.T) {
 	port, seen := hostUpstream(t)
 	evil := fmt.Sprintf("GET http://pub.allowed.test:%d/ HTTP/1.1\r\nHost: evil.test\r\n\r\n", port)
 	firsts := map[string]string{
@@ -61,8 +64,8 @@ func TestKeptAliveConnectionCarriesOneRequest(t *testing.T) {
 					req += evil
 				}
 				resp, _, c, br := h.raw(req)
-				if resp.StatusCode != 200 || !resp.Close {
-					t.Fatalf("first answer %d, close %v: want 200 with Connection: close", resp.StatusCode, resp.Close)
+				if resp.StatusCode != 200 || resp.Close {
+					t.Fatalf("first answer %d, close %v: want 200, kept alive", resp.StatusCode, resp.Close)
 				}
 				if name == "forward" {
 					<-seen
@@ -70,8 +73,21 @@ func TestKeptAliveConnectionCarriesOneRequest(t *testing.T) {
 				if !pipelined {
 					io.WriteString(c, evil)
 				}
+				resp2, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+				if err != nil {
+					t.Fatalf("second answer: %v", err)
+				}
+				body, _ := io.ReadAll(resp2.Body)
+				if resp2.StatusCode != 403 || !strings.Contains(string(body), "Host header") || !resp2.Close {
+					t.Errorf("second answer %d %q close %v: want 403 for the Host header, closing", resp2.StatusCode, body, resp2.Close)
+				}
+				n := map[string]int{"healthz": 1, "forward": 2}[name]
+				ds := h.waitDecisions(n)
+				if d := ds[n-1]; d.Decision != Deny || !strings.Contains(d.Reason, "evil.test") {
+					t.Errorf("second request's decision %+v", d)
+				}
 				if rest, _ := io.ReadAll(br); len(rest) != 0 {
-					t.Errorf("the gateway answered a second request on the connection: %q", rest)
+					t.Errorf("the gateway kept talking after the refusal: %q", rest)
 				}
 				noneSeen(t, seen)
 			})
@@ -116,24 +132,31 @@ func TestEveryRequestChecked(t *testing.T) {
 	noneSeen(t, seen)
 }
 
-// TestSecondRequestOnConnectionRefused covers the guard behind
-// "Connection: close": a second request the server would read anyway is
+// TestRequestWithoutItsHeaderBlockRefused covers the guard behind the
+// recorder: a request whose own header block is not known (a connection
+// the recorder does not wrap, or a block that is not the request's) is
 // refused with a decision line.
-func TestSecondRequestOnConnectionRefused(t *testing.T) {
+func TestRequestWithoutItsHeaderBlockRefused(t *testing.T) {
 	h := startGateway(t, testConfig(false), newResolver(nil), false)
-	rc := &recordingConn{}
-	r := httptest.NewRequest("GET", "http://pub.allowed.test/", nil)
-	r = r.WithContext(rawHeaderContext(r.Context(), rc))
-	if !claimConn(r) {
-		t.Fatal("first request not claimed")
-	}
-	w := httptest.NewRecorder()
-	h.g.ServeHTTP(w, r)
-	if w.Code != 400 || !strings.Contains(w.Body.String(), "one request per connection") {
-		t.Errorf("got %d %q", w.Code, w.Body)
-	}
-	if d := h.waitDecisions(1)[0]; d.Decision != Deny || !strings.Contains(d.Reason, "one request per connection") {
-		t.Errorf("decision %+v", d)
+	rc := &recordingConn{limit: 1 << 16}
+	rc.record([]byte("GET http://pub.allowed.test/other HTTP/1.1\r\nHost: pub.allowed.test\r\n\r\n"))
+	for _, r := range []*http.Request{
+		httptest.NewRequest("GET", "http://pub.allowed.test/", nil), // unwrapped
+		httptest.NewRequest("GET", "http://pub.allowed.test/", nil), // another request line
+		httptest.NewRequest("GET", "http://pub.allowed.test/", nil), // poisoned by the one before
+	} {
+		if len(h.decisions()) > 0 {
+			r = r.WithContext(rawHeaderContext(r.Context(), rc))
+		}
+		w := httptest.NewRecorder()
+		h.g.ServeHTTP(w, r)
+		if w.Code != 400 || !strings.Contains(w.Body.String(), "denied:") || w.Header().Get("Connection") != "close" {
+			t.Errorf("got %d %q %v", w.Code, w.Body, w.Header())
+		}
+		n := len(h.decisions())
+		if d := h.waitDecisions(n)[n-1]; d.Decision != Deny {
+			t.Errorf("decision %+v", d)
+		}
 	}
 }
 
