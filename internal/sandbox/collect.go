@@ -127,6 +127,7 @@ func (j *job) verdict(runErr error) error {
 	if j.dir == nil {
 		return nil
 	}
+	j.meta.Credentials, _ = j.credentials()
 	v := runs.Verdict{Checks: []runs.Check{}}
 	var err error
 	switch {
@@ -150,6 +151,7 @@ func (j *job) verdict(runErr error) error {
 	if j.sess != nil {
 		v.Checks = append(v.Checks, j.hardeningChecks()...)
 		v.Checks = append(v.Checks, j.bridgeChecks()...)
+		v.Checks = append(v.Checks, j.credentialChecks()...)
 		var roles []string
 		for _, st := range j.sess.Plan.Containers {
 			roles = append(roles, st.Role)
@@ -215,6 +217,11 @@ func (j *job) probeContext() *probe.Context {
 		c.SidecarURL = "http://mcp-sidecar:8000/mcp"
 	} else {
 		c.SidecarURL = ""
+	}
+	places, _ := j.credentials()
+	c.Credentials = probeCredentials(places)
+	for _, v := range j.profile.Spec.Env {
+		c.SpecVariables = append(c.SpecVariables, v.Name)
 	}
 	return c
 }
