@@ -33,6 +33,8 @@ type Session struct {
 
 	Networks   []CreatedNetwork
 	Containers []*Container
+	// Workload is the started workload once Apply has started it.
+	Workload *Running
 
 	// Prepare and Release serve held steps (Step.Hold): once the
 	// container runs, Prepare gets its init's host pid (to adjust its
@@ -76,6 +78,113 @@ func (c *Container) PeakMemory() uint64 {
 // NewSession prepares to apply plan through engine.
 func NewSession(engine dockerx.Engine, plan Plan) *Session {
 	return &Session{Engine: engine, Plan: plan}
+}
+
+// Hooks are what the caller does around the phases of [Session.Apply].
+// Every field is optional.
+type Hooks struct {
+	// Phase runs one phase (the caller times and reports it); nil runs it
+	// as it is.
+	Phase func(name string, run func() error) error
+	// Done is called inside each phase once its work has ended, with its
+	// error, and returns the phase's error: the caller records what the
+	// phase left (start results, addresses) and words the error.
+	Done func(ctx context.Context, phase string, err error) error
+	// Stdout and Stderr receive the workload's output (nil: discarded).
+	Stdout, Stderr io.Writer
+	// ReadyTimeout bounds each service's readiness; Timeout the
+	// workload's run (past it, the workload is killed).
+	ReadyTimeout, Timeout time.Duration
+}
+
+// PhaseNetworks and PhaseWait are the phases of [Session.Apply] that are
+// not named by a step's role.
+const (
+	PhaseNetworks = "networks"
+	PhaseWait     = "wait"
+)
+
+// Phases are the phases [Session.Apply] walks for the plan, in order: the
+// networks, one per container step named by its role, and, after the
+// workload's step, the wait for its exit.
+func (p Plan) Phases() []string {
+	out := []string{PhaseNetworks}
+	for _, st := range p.Containers {
+		out = append(out, st.Role)
+		if st.Workload {
+			out = append(out, PhaseWait)
+		}
+	}
+	return out
+}
+
+// Apply carries out the plan in the plan's order: it creates the
+// networks, then, step by step, starts each service and waits until it is
+// ready, starts the workload with its output streaming to the hooks, and
+// waits for its exit. It stops at the first failure, or when ctx ends
+// (then returning ctx's error).
+//
+// Everything Apply created, even half-created (a container whose second
+// network failed to connect), is registered in the session at once, so
+// [Session.Teardown] removes exactly that, in reverse order, on every
+// path. Unlike docker/mcp-gateway's proxies, which remove what they made
+// as soon as a step fails, Apply leaves the removal to the caller: the
+// run's record is read from the stopped containers and networks first
+// (logs, the bridges' addresses), and --keep keeps them on purpose.
+func (s *Session) Apply(ctx context.Context, h Hooks) error {
+	type phase struct {
+		name string
+		run  func() error
+	}
+	phases := []phase{{PhaseNetworks, func() error { return s.CreateNetworks(ctx) }}}
+	for i, st := range s.Plan.Containers {
+		if !st.Workload {
+			phases = append(phases, phase{st.Role, func() error { return s.StartService(ctx, st.Role, h.ReadyTimeout) }})
+			continue
+		}
+		if i != len(s.Plan.Containers)-1 {
+			return fmt.Errorf("applying the plan: the workload %s is not the last step", st.Role)
+		}
+		phases = append(phases,
+			phase{st.Role, func() error {
+				w, err := s.StartWorkload(ctx, st.Role, orDiscard(h.Stdout), orDiscard(h.Stderr))
+				s.Workload = w
+				return err
+			}},
+			phase{PhaseWait, func() error {
+				_, err := s.Wait(ctx, s.Workload, h.Timeout)
+				return err
+			}})
+	}
+	for _, p := range phases {
+		run := func() error {
+			err := p.run()
+			if h.Done != nil {
+				err = h.Done(ctx, p.name, err)
+			}
+			return err
+		}
+		var err error
+		if h.Phase != nil {
+			err = h.Phase(p.name, run)
+		} else {
+			err = run()
+		}
+		if err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
 }
 
 // CreateNetworks creates the plan's networks, each on a free /28 of the

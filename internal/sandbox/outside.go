@@ -189,6 +189,10 @@ func observedCheck(role string, ob runs.Observation) runs.Check {
 	return c
 }
 
+// bridgeAddrs is dockerx.BridgeAddrs; the lifecycle's tests, whose
+// networks exist only in a fake engine, answer for it.
+var bridgeAddrs = dockerx.BridgeAddrs
+
 // bridgeChecks: the host holds no IPv4 address on any internal network of
 // the run (dockerx.OptionInhibitIPv4), so nothing inside can reach a host
 // service through a gateway address.
@@ -199,7 +203,7 @@ func (j *job) bridgeChecks() []runs.Check {
 			continue
 		}
 		c := runs.Check{Name: "host has no address on " + n.Name}
-		addrs, err := dockerx.BridgeAddrs(n.ID)
+		addrs, err := bridgeAddrs(n.ID)
 		switch {
 		case err != nil:
 			c.Detail = err.Error()

@@ -183,7 +183,9 @@ type unavailable struct {
 	err            error
 }
 
-// execute runs the phases up to the workload's exit.
+// execute runs the phases up to the workload's exit: the host's own
+// (spec, preflight, image, run-dir), then the plan's, in the plan's order
+// (orchestrate.Session.Apply: networks, one per container, wait).
 func (j *job) execute(ctx context.Context) error {
 	steps := []struct {
 		name string
@@ -193,18 +195,8 @@ func (j *job) execute(ctx context.Context) error {
 		{"preflight", j.preflight},
 		{"image", j.ensureImage},
 		{"run-dir", j.makeRunDir},
-		{"networks", j.createNetworks},
-		{"gateway", j.startRole(orchestrate.RoleGateway)},
-		{"sidecar", j.startRole(orchestrate.RoleSidecar)},
-		{"agent", j.startAgent},
-		{"wait", j.waitAgent},
 	}
 	for _, st := range steps {
-		if st.name == "gateway" || st.name == "sidecar" {
-			if _, ok := j.sess.Step(st.name); !ok {
-				continue // the spec does not have this component
-			}
-		}
 		if err := j.phases.do(st.name, func() error { return st.f(ctx) }); err != nil {
 			return err
 		}
@@ -212,7 +204,11 @@ func (j *job) execute(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return nil
+	j.startOutputCap(ctx)
+	return j.sess.Apply(ctx, orchestrate.Hooks{
+		Phase: j.phases.do, Done: j.phaseDone, Stdout: io.MultiWriter(j.s.Out, &j.stdout), Stderr: io.MultiWriter(j.s.Err, &j.stderr),
+		ReadyTimeout: j.o.ReadyTimeout, Timeout: j.o.Timeout,
+	})
 }
 
 func (j *job) loadSpec(context.Context) error {
@@ -521,10 +517,13 @@ type phaseLog struct {
 	quiet bool
 	on    func(runs.Phase) // Options.OnPhase
 	list  []runs.Phase
+	// started is when the phase under way began.
+	started time.Time
 }
 
 func (p *phaseLog) do(name string, f func() error) error {
 	start := time.Now()
+	p.started = start
 	err := f()
 	d := time.Since(start)
 	ph := runs.Phase{Name: name, Start: start.UTC(), DurationMS: float64(d.Microseconds()) / 1000, OK: err == nil}

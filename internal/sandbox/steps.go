@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
 
@@ -59,13 +58,17 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			return err
 		}
 	}
-	j.sess = orchestrate.NewSession(j.engine, plan)
+	j.sess = newSession(j.engine, plan)
 	j.obs = newObserver()
 	j.sess.Prepare = j.dropDefaultRoute
 	j.sess.Release = func(st orchestrate.Step) error { return hold.Release(st.Role, j.dir.Write) }
 	j.startWatch(ctx)
 	return nil
 }
+
+// newSession is orchestrate.NewSession; the lifecycle's tests give the
+// session a namespace dialer that reaches their own servers.
+var newSession = orchestrate.NewSession
 
 // startWatch starts Options.Watch, if any, on the run directory.
 func (j *job) startWatch(ctx context.Context) {
@@ -179,11 +182,22 @@ func (j *job) agentContainer() spec.Container {
 	return j.profile.Containers[spec.RoleAgent]
 }
 
-func (j *job) createNetworks(ctx context.Context) error {
-	j.startOutputCap(ctx)
-	err := j.sess.CreateNetworks(ctx)
-	j.recordContainers()
-	return addressHint(err)
+// phaseDone records what each phase of the plan left and words its error
+// (orchestrate.Hooks.Done).
+func (j *job) phaseDone(ctx context.Context, phase string, err error) error {
+	switch phase {
+	case orchestrate.PhaseNetworks:
+		j.recordContainers()
+		return addressHint(err)
+	case orchestrate.PhaseWait:
+		return j.workloadExited(err)
+	}
+	if st, ok := j.sess.Step(phase); ok && st.Workload {
+		j.running = j.sess.Workload
+		j.observeRole(phase)
+		return err
+	}
+	return j.serviceStarted(ctx, phase, err)
 }
 
 // addressHint turns running out of addresses into exit 5 with a hint: the
@@ -201,34 +215,30 @@ func addressHint(err error) error {
 	return err
 }
 
-// startRole starts the gateway or the sidecar and checks its readiness;
-// the steps are recorded in <role>-start-results.json either way.
-func (j *job) startRole(role string) func(context.Context) error {
-	return func(ctx context.Context) error {
-		start := time.Now()
-		err := j.sess.StartService(ctx, role, j.o.ReadyTimeout)
-		j.observeRole(role)
-		action := "create, start, GET /healthz on the container's own loopback until 200"
-		if st, _ := j.sess.Step(role); st.Ready != nil && st.Ready.TCP {
-			action = "create, start, TCP connect to the container's own loopback until accepted"
-		}
-		res := startResult{Role: role, Action: action, OK: err == nil,
-			DurationMS: float64(time.Since(start).Microseconds()) / 1000}
-		if c := j.sess.Find(role); c != nil {
-			res.Container, res.ID, res.IPs = c.Step.Spec.Name, c.ID, c.IPs
-			if c.ReadyBy != "" {
-				res.Action = "create, start, wait for a " + c.ReadyBy
-			}
-		}
-		if err != nil {
-			res.Error = err.Error()
-			err = fmt.Errorf("starting the %s: %w%s", role, err, j.logTail(ctx, role))
-		}
-		if werr := j.writeJSON(startResultsFile(role), []startResult{res}); werr != nil && err == nil {
-			err = werr
-		}
-		return err
+// serviceStarted records a service's start (the gateway, the sidecar) in
+// <role>-start-results.json, whether it became ready or not.
+func (j *job) serviceStarted(ctx context.Context, role string, err error) error {
+	j.observeRole(role)
+	action := "create, start, GET /healthz on the container's own loopback until 200"
+	if st, _ := j.sess.Step(role); st.Ready != nil && st.Ready.TCP {
+		action = "create, start, TCP connect to the container's own loopback until accepted"
 	}
+	res := startResult{Role: role, Action: action, OK: err == nil,
+		DurationMS: float64(time.Since(j.phases.started).Microseconds()) / 1000}
+	if c := j.sess.Find(role); c != nil {
+		res.Container, res.ID, res.IPs = c.Step.Spec.Name, c.ID, c.IPs
+		if c.ReadyBy != "" {
+			res.Action = "create, start, wait for a " + c.ReadyBy
+		}
+	}
+	if err != nil {
+		res.Error = err.Error()
+		err = fmt.Errorf("starting the %s: %w%s", role, err, j.logTail(ctx, role))
+	}
+	if werr := j.writeJSON(startResultsFile(role), []startResult{res}); werr != nil && err == nil {
+		err = werr
+	}
+	return err
 }
 
 // startResult is one line of gateway-start-results.json or
@@ -270,20 +280,15 @@ func (j *job) logTail(ctx context.Context, role string) string {
 	return "\n" + role + " output:\n" + string(b)
 }
 
-func (j *job) startAgent(ctx context.Context) error {
-	w, err := j.sess.StartWorkload(ctx, orchestrate.RoleAgent, io.MultiWriter(j.s.Out, &j.stdout), io.MultiWriter(j.s.Err, &j.stderr))
-	j.running = w
-	j.observeRole(orchestrate.RoleAgent)
-	return err
-}
-
-func (j *job) waitAgent(ctx context.Context) error {
-	code, err := j.sess.Wait(ctx, j.running, j.o.Timeout)
-	if c := j.sess.Find(orchestrate.RoleAgent); c != nil && c.ExitCode != nil {
+// workloadExited records the workload's exit code and says when it was
+// not 0.
+func (j *job) workloadExited(err error) error {
+	c := j.sess.Find(orchestrate.RoleAgent)
+	if c != nil && c.ExitCode != nil {
 		j.agentExit = c.ExitCode
 	}
-	if err == nil && code != 0 {
-		fmt.Fprintf(j.s.Err, "the workload exited with code %d\n", code)
+	if err == nil && c != nil && c.ExitCode != nil && *c.ExitCode != 0 {
+		fmt.Fprintf(j.s.Err, "the workload exited with code %d\n", *c.ExitCode)
 	}
 	return err
 }

@@ -48,6 +48,16 @@ type Engine struct {
 	NetnsErr    error                            // DialNetns fails with it (e.g. EPERM)
 	NetworkErr  func(dockerx.NetworkSpec) error  // CreateNetwork fails with what it returns
 	CreatedNets []dockerx.NetworkSpec            // as created
+	// FailOn, when set, is asked before each recorded call that creates
+	// or starts something (create-network, create, start, attach, build,
+	// import) with the call as Calls holds it; an error fails the call.
+	FailOn func(call string) error
+	// OnStart, when set, is called after a container started (e.g. to
+	// make it exit, or to write what the role would write).
+	OnStart func(id string)
+	// Pid is the host pid InspectContainer reports for a running
+	// container; 0 is 4242.
+	Pid int
 
 	waits map[string]chan dockerx.WaitResult
 }
@@ -67,6 +77,16 @@ func (f *Engine) Record(format string, args ...any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Calls = append(f.Calls, fmt.Sprintf(format, args...))
+}
+
+// recordFallible records a call and asks FailOn about it.
+func (f *Engine) recordFallible(format string, args ...any) error {
+	call := fmt.Sprintf(format, args...)
+	f.Record("%s", call)
+	if f.FailOn != nil {
+		return f.FailOn(call)
+	}
+	return nil
 }
 
 // CallList returns a copy of the calls so far (safe while the code under
@@ -93,7 +113,9 @@ func (f *Engine) InspectImage(_ context.Context, ref string) (dockerx.ImageInfo,
 }
 
 func (f *Engine) BuildImage(_ context.Context, img dockerx.ImageFiles) error {
-	f.Record("build %s", img.Tag)
+	if err := f.recordFallible("build %s", img.Tag); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.BuildErr == nil {
@@ -103,7 +125,9 @@ func (f *Engine) BuildImage(_ context.Context, img dockerx.ImageFiles) error {
 }
 
 func (f *Engine) ImportImage(_ context.Context, img dockerx.ImageFiles) error {
-	f.Record("import %s", img.Tag)
+	if err := f.recordFallible("import %s", img.Tag); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ImportErr == nil {
@@ -113,7 +137,9 @@ func (f *Engine) ImportImage(_ context.Context, img dockerx.ImageFiles) error {
 }
 
 func (f *Engine) CreateNetwork(_ context.Context, n dockerx.NetworkSpec) (string, error) {
-	f.Record("create-network %s", n.Name)
+	if err := f.recordFallible("create-network %s", n.Name); err != nil {
+		return "", err
+	}
 	if f.NetworkErr != nil {
 		if err := f.NetworkErr(n); err != nil {
 			return "", err
@@ -135,12 +161,15 @@ func (f *Engine) ListNetworks(context.Context, map[string]string) ([]dockerx.Res
 }
 
 func (f *Engine) CreateContainer(_ context.Context, c dockerx.ContainerSpec) (string, error) {
-	f.Record("create %s", c.Name)
+	ferr := f.recordFallible("create %s", c.Name)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Specs[c.Name] = c
 	if err := f.CreateErr[c.Name]; err != nil {
 		return "", err
+	}
+	if ferr != nil {
+		return "", ferr
 	}
 	f.waits["id-"+c.Name] = make(chan dockerx.WaitResult, 1)
 	return "id-" + c.Name, nil
@@ -160,7 +189,9 @@ func (f *Engine) WaitContainer(_ context.Context, id string) <-chan dockerx.Wait
 }
 
 func (f *Engine) StartContainer(_ context.Context, id string) error {
-	f.Record("start %s", id)
+	if err := f.recordFallible("start %s", id); err != nil {
+		return err
+	}
 	if !f.known(id) {
 		return ErrNoSuchContainer
 	}
@@ -169,6 +200,9 @@ func (f *Engine) StartContainer(_ context.Context, id string) error {
 	}
 	if code, ok := f.ExitOnStart[id]; ok {
 		f.Exit(id, code)
+	}
+	if f.OnStart != nil {
+		f.OnStart(id)
 	}
 	return nil
 }
@@ -195,7 +229,9 @@ func (f *Engine) Exit(id string, code int) {
 }
 
 func (f *Engine) AttachContainer(_ context.Context, id string, stdout, _ io.Writer) (<-chan error, error) {
-	f.Record("attach %s", id)
+	if err := f.recordFallible("attach %s", id); err != nil {
+		return nil, err
+	}
 	if !f.known(id) {
 		return nil, ErrNoSuchContainer
 	}
@@ -225,7 +261,11 @@ func (f *Engine) InspectContainer(_ context.Context, id string) (dockerx.Contain
 	if f.Stopped {
 		return dockerx.ContainerState{ExitCode: 2, IPs: map[string]string{}}, nil
 	}
-	return dockerx.ContainerState{Running: true, Pid: 4242, IPs: map[string]string{"internal": f.IP}}, nil
+	pid := f.Pid
+	if pid == 0 {
+		pid = 4242
+	}
+	return dockerx.ContainerState{Running: true, Pid: pid, IPs: map[string]string{"internal": f.IP}}, nil
 }
 
 func (f *Engine) KillContainer(_ context.Context, id, signal string) error {
