@@ -60,7 +60,8 @@ func (c *Client) Version(ctx context.Context) (EngineVersion, error) {
 	return EngineVersion{Version: v.Version, APIVersion: v.APIVersion}, nil
 }
 
-// InspectImage reports whether ref exists locally, and its size.
+// InspectImage reports whether ref exists locally, its size, entrypoint
+// and command.
 func (c *Client) InspectImage(ctx context.Context, ref string) (ImageInfo, bool, error) {
 	res, err := c.api.ImageInspect(ctx, ref)
 	if cerrdefs.IsNotFound(err) {
@@ -69,7 +70,11 @@ func (c *Client) InspectImage(ctx context.Context, ref string) (ImageInfo, bool,
 	if err != nil {
 		return ImageInfo{}, false, fmt.Errorf("inspecting image %s: %w", ref, err)
 	}
-	return ImageInfo{ID: res.ID, Size: res.Size}, true, nil
+	info := ImageInfo{ID: res.ID, Size: res.Size}
+	if res.Config != nil {
+		info.Entrypoint, info.Cmd = res.Config.Entrypoint, res.Config.Cmd
+	}
+	return info, true, nil
 }
 
 // BuildImage builds img with the classic builder from an in-memory context.

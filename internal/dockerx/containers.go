@@ -50,7 +50,7 @@ func translate(s ContainerSpec) (*container.Config, *container.HostConfig, *netw
 	for _, e := range s.Env {
 		env = append(env, e.Name+"="+e.Value)
 	}
-	cfg := &container.Config{Image: s.Image, Cmd: s.Cmd, Env: env, User: s.User, WorkingDir: s.WorkingDir, Labels: s.Labels}
+	cfg := &container.Config{Image: s.Image, Cmd: s.Cmd, Entrypoint: s.Entrypoint, Env: env, User: s.User, WorkingDir: s.WorkingDir, Labels: s.Labels}
 	if s.StopTimeout > 0 {
 		secs := int(s.StopTimeout.Seconds())
 		cfg.StopTimeout = &secs

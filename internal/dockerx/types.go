@@ -73,9 +73,12 @@ type Attachment struct {
 
 // ContainerSpec is everything the engine needs to create one container.
 type ContainerSpec struct {
-	Name       string            `json:"name"`
-	Image      string            `json:"image"`
-	Cmd        []string          `json:"cmd"`
+	Name  string   `json:"name"`
+	Image string   `json:"image"`
+	Cmd   []string `json:"cmd"`
+	// Entrypoint replaces the image's entrypoint (nil keeps it): a
+	// user's workload image gets the launcher.
+	Entrypoint []string          `json:"entrypoint,omitempty"`
 	Env        []EnvVar          `json:"env"`
 	User       string            `json:"user"`
 	WorkingDir string            `json:"working_dir,omitempty"`
@@ -135,6 +138,10 @@ type EngineVersion struct {
 type ImageInfo struct {
 	ID   string `json:"id"`
 	Size int64  `json:"size"`
+	// Entrypoint and Cmd are the image's own (a workload image run
+	// without a command runs them under the launcher).
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	Cmd        []string `json:"cmd,omitempty"`
 }
 
 // File is one regular file of an image (a build context or a root filesystem).
