@@ -39,6 +39,9 @@ type Record struct {
 	DurationMS    float64         `json:"duration_ms"`
 	ResultPreview string          `json:"result_preview"`
 	CorrelationID string          `json:"correlation_id"`
+	// Server is the declared MCP server a tools/call went to, or a
+	// pin_check was about ("" for local tools and resources).
+	Server string `json:"server"`
 }
 
 // AuditLog appends records as JSON lines. Each record is marshalled first

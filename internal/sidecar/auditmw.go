@@ -49,6 +49,9 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		rec.DurationMS = millis(time.Since(start))
 		rec.CorrelationID = corr
 		rec.SessionID = sessionOf(req, hdr)
+		if rec.Kind == KindToolCall {
+			rec.Server = s.serverOf(rec.Name)
+		}
 		rec.OK, rec.Error, rec.ResultPreview = outcome(res, err)
 		s.audit.Write(rec)
 		return res, err

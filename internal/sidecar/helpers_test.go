@@ -131,7 +131,7 @@ func decodeRecord(t *testing.T, n int, line []byte) Record {
 	if err := json.Unmarshal(line, &fields); err != nil {
 		t.Fatalf("audit line %d is not JSON: %v: %s", n, err, line)
 	}
-	want := []string{"time", "session_id", "kind", "name", "arguments", "ok", "error", "duration_ms", "result_preview", "correlation_id"}
+	want := []string{"time", "session_id", "kind", "name", "arguments", "ok", "error", "duration_ms", "result_preview", "correlation_id", "server"}
 	if len(fields) != len(want) {
 		t.Fatalf("audit line %d has %d fields, want %d: %s", n, len(fields), len(want), line)
 	}

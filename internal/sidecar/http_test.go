@@ -93,7 +93,11 @@ func TestServeHTTP(t *testing.T) {
 		{Kind: KindResourceRead, Name: AnswerFormatURI, Arguments: []byte(`{"uri":"` + AnswerFormatURI + `"}`), OK: true, ResultPreview: Preview(AnswerFormat(), MaxPreviewChars), CorrelationID: trace},
 	}
 	for _, c := range calls {
-		want = append(want, Record{Kind: KindToolCall, Name: c.name, Arguments: mustMarshal(c.args), OK: true, ResultPreview: Preview(c.want, MaxPreviewChars), CorrelationID: trace})
+		server := learnServer // each proxied call names its server; local tools none
+		if c.name == ToolHTMLElementName {
+			server = ""
+		}
+		want = append(want, Record{Kind: KindToolCall, Name: c.name, Arguments: mustMarshal(c.args), OK: true, ResultPreview: Preview(c.want, MaxPreviewChars), CorrelationID: trace, Server: server})
 	}
 	opts := cmpopts.IgnoreFields(Record{}, "Time", "DurationMS", "SessionID")
 	if diff := cmp.Diff(want, recs, opts, cmp.Transformer("raw", func(r []byte) string { return string(r) })); diff != "" {

@@ -22,6 +22,18 @@
 // host (the threat: re-sending the tool's arguments and the trace header to
 // a host the sidecar was not configured with).
 //
+// Declared servers ([Config.Servers], the spec's [[mcp_servers]]) replace
+// the built-in Learn upstream: each gets its own session with the same
+// timeout, size cap and redirect refusal; at each connect its tool list is
+// read, a listed tool it lacks is refused, and the definitions are compared
+// with the pin (package mcppin): on drift the server is refused
+// (on_drift = "fail") or served with a warning, and either way a
+// "pin_check" audit line records it. Only the listed tools are exposed
+// (under "<server>_" when prefixed); URL-typed arguments must point at the
+// server's own scheme, host and port (urlargs.go). Every upstream request
+// names its server and tool to the gateway in egress.HeaderScope, and every
+// tools/call audit line names its server.
+//
 // Correlation: the trace-id of the caller's W3C traceparent (or a fresh one)
 // is the call's correlation_id; it travels upstream as traceparent on every
 // request and on the CONNECT to the gateway (keep-alives off, one tunnel
@@ -56,6 +68,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -108,7 +121,16 @@ type Config struct {
 	NoUpstream bool
 	// Logger gets operational messages (default: discard).
 	Logger *slog.Logger
+	// Servers are the declared upstream MCP servers (servers.go). Empty:
+	// the built-in Learn upstream at UpstreamURL, as before.
+	Servers []ServerConfig
+	// PinsOut, when set, is where the declared servers' tool definitions
+	// as observed at connect are saved (an mcppin lock).
+	PinsOut string
 }
+
+// learnServer is the built-in Learn upstream's name in scopes and audits.
+const learnServer = "learn"
 
 // ErrNoUpstream is the tool error of a proxy call in [Config.NoUpstream] mode.
 var ErrNoUpstream = errors.New("no upstream in this run: the sidecar was started with --no-upstream (doctor/test-sandbox)")
@@ -144,6 +166,11 @@ type Sidecar struct {
 	handler  http.Handler
 	pending  pendingCalls
 	conns    atomic.Int64
+
+	remotes   []*remote
+	toolsMu   sync.Mutex
+	toolOwner map[string]string // exposed tool name -> server (localOwner for local tools)
+	pinsMu    sync.Mutex
 }
 
 // New validates cfg and builds the sidecar.
@@ -152,12 +179,31 @@ func New(cfg Config) (*Sidecar, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Sidecar{cfg: cfg, log: cfg.Logger, audit: cfg.Audit, docsHost: cfg.DocsHost}
+	s := &Sidecar{cfg: cfg, log: cfg.Logger, audit: cfg.Audit, docsHost: cfg.DocsHost, toolOwner: map[string]string{}}
 	s.up = newUpstream(cfg, s.log)
+	instructions := "Read the resource " + AnswerFormatURI + " before composing a final answer; use the microsoft_* tools to find Microsoft Learn sources."
+	if len(cfg.Servers) > 0 {
+		instructions = "Read the resource " + AnswerFormatURI + " before composing a final answer."
+	}
 	s.server = mcp.NewServer(&mcp.Implementation{Name: "mcpsidecar", Title: "mcpsidecar MCP sidecar", Version: version.String()},
-		&mcp.ServerOptions{Instructions: "Read the resource " + AnswerFormatURI + " before composing a final answer; use the microsoft_* tools to find Microsoft Learn sources."})
+		&mcp.ServerOptions{Instructions: instructions})
 	addLocal(s.server)
-	s.addProxyTools(s.server)
+	for _, n := range localToolNames {
+		s.toolOwner[n] = localOwner
+	}
+	if len(cfg.Servers) == 0 {
+		s.addProxyTools(s.server)
+		for _, t := range learn.Tools() {
+			s.toolOwner[t.Name] = learnServer
+		}
+	}
+	for _, sc := range cfg.Servers {
+		r, err := s.newRemote(sc)
+		if err != nil {
+			return nil, err
+		}
+		s.remotes = append(s.remotes, r)
+	}
 	s.server.AddReceivingMiddleware(s.auditMiddleware)
 	s.handler = s.routes()
 	return s, nil
@@ -225,7 +271,7 @@ func (s *Sidecar) CheckUpstream(ctx context.Context) (map[string]error, error) {
 	if s.cfg.NoUpstream {
 		return nil, ErrNoUpstream
 	}
-	ctx, cancel := upstreamContext(ctx, s.cfg.UpstreamTimeout)
+	ctx, cancel := upstreamContext(withScope(ctx, learnServer, ""), s.cfg.UpstreamTimeout)
 	defer cancel()
 	_, problems, err := s.up.session(ctx)
 	if err != nil {
@@ -246,9 +292,12 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
-	if s.cfg.NoUpstream {
+	switch {
+	case s.cfg.NoUpstream:
 		s.log.Info("upstream disabled (--no-upstream): the Learn proxy tools answer with an error")
-	} else {
+	case len(s.remotes) > 0:
+		s.connectAll(ctx) // declared tools are listed before the first client asks
+	default:
 		go s.checkAtStart(ctx)
 	}
 	errc := make(chan error, 1)
@@ -262,6 +311,9 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 		cancel()
 	}
 	s.up.close()
+	for _, r := range s.remotes {
+		r.up.close()
+	}
 	if errors.Is(serveErr, http.ErrServerClosed) {
 		serveErr = nil
 	}

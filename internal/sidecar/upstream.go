@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar/learn"
 	"github.com/mcpsidecar/mcpsidecar/internal/version"
 )
@@ -34,6 +35,11 @@ type upstream struct {
 	timeout  time.Duration
 	http     *http.Client
 	log      *slog.Logger
+	// server names the server in the scope of every request (the
+	// gateway checks it); check, when set, replaces the Learn contract
+	// check at connect (declared servers, servers.go).
+	server string
+	check  func(ctx context.Context, sess *mcp.ClientSession) (map[string]error, error)
 
 	mu       sync.Mutex
 	sess     *mcp.ClientSession
@@ -43,6 +49,7 @@ type upstream struct {
 func newUpstream(cfg Config, log *slog.Logger) *upstream {
 	return &upstream{
 		endpoint: cfg.UpstreamURL,
+		server:   learnServer,
 		timeout:  cfg.UpstreamTimeout,
 		http:     &http.Client{Transport: newUpstreamTransport(cfg)},
 		log:      log,
@@ -75,10 +82,14 @@ func cloneTLS(c *tls.Config) *tls.Config {
 }
 
 func proxyConnectHeader(ctx context.Context, _ *url.URL, _ string) (http.Header, error) {
+	h := http.Header{}
 	if id := traceIDFrom(ctx); id != "" {
-		return http.Header{HeaderTraceparent: {traceparent(id)}}, nil
+		h.Set(HeaderTraceparent, traceparent(id))
 	}
-	return nil, nil
+	if sc := scopeHeader(ctx); sc != "" {
+		h.Set(egress.HeaderScope, sc)
+	}
+	return h, nil
 }
 
 // RedirectError is the error of an upstream exchange answered with a
@@ -112,6 +123,12 @@ func (t *tracingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if id := traceIDFrom(req.Context()); id != "" {
 		req = req.Clone(req.Context())
 		req.Header.Set(HeaderTraceparent, traceparent(id))
+	}
+	if sc := scopeHeader(req.Context()); sc != "" && req.URL.Scheme == "http" {
+		// A plain-HTTP request goes to the gateway as is: the scope
+		// rides on it (a Proxy-* header, which the gateway strips).
+		req = req.Clone(req.Context())
+		req.Header.Set(egress.HeaderScope, sc)
 	}
 	resp, err := t.base.RoundTrip(req)
 	if err != nil {
@@ -177,7 +194,7 @@ func correlate(next mcp.MethodHandler) mcp.MethodHandler {
 
 // call runs tool name upstream with args, within the upstream timeout.
 func (u *upstream) call(ctx context.Context, name string, args map[string]any) (*mcp.CallToolResult, error) {
-	ctx, cancel := upstreamContext(ctx, u.timeout)
+	ctx, cancel := upstreamContext(withScope(ctx, u.server, name), u.timeout)
 	defer cancel()
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ {
@@ -217,7 +234,11 @@ func (u *upstream) call(ctx context.Context, name string, args map[string]any) (
 // under one), so passing the server-side context down would make the
 // upstream client speak the agent's protocol version to the upstream.
 func upstreamContext(parent context.Context, timeout time.Duration) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(withTraceID(context.Background(), traceIDFrom(parent)), timeout)
+	base := withTraceID(context.Background(), traceIDFrom(parent))
+	if sc, ok := parent.Value(scopeKey{}).(scope); ok {
+		base = withScope(base, sc.server, sc.tool)
+	}
+	ctx, cancel := context.WithTimeout(base, timeout)
 	stop := context.AfterFunc(parent, cancel)
 	return ctx, func() { stop(); cancel() }
 }
@@ -255,7 +276,11 @@ func (u *upstream) session(ctx context.Context) (*mcp.ClientSession, map[string]
 	if err != nil {
 		return nil, nil, err
 	}
-	problems, err := u.checkTools(ctx, sess)
+	check := u.checkTools
+	if u.check != nil {
+		check = u.check
+	}
+	problems, err := check(ctx, sess)
 	if err != nil {
 		_ = sess.Close()
 		return nil, nil, err
