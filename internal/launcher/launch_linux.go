@@ -40,6 +40,8 @@ type Options struct {
 	ReportDir string // harden-report.json goes here ("" for none)
 	// Apply is harden.Apply; tests replace it to apply nothing.
 	Apply func(harden.Policy) (harden.Report, error)
+	// finish runs after a successful Apply, before the report is written.
+	finish func(*harden.Report) error
 }
 
 func getenvFrom(env []string) func(string) string {
@@ -99,6 +101,9 @@ func plan(o Options, getenv func(string) string) (Planned, error) {
 
 func applyAndReport(o Options, p harden.Policy) error {
 	rep, err := o.Apply(p)
+	if err == nil && o.finish != nil {
+		err = o.finish(&rep)
+	}
 	if o.ReportDir != "" {
 		if werr := harden.WriteReport(o.ReportDir, rep); werr != nil {
 			fmt.Fprintf(o.Stderr, "mcpsidecar launch: %v\n", werr)
@@ -274,13 +279,27 @@ func stageTwo(o Options, getenv func(string) string, fdStr string) error {
 	if err != nil {
 		return err
 	}
+	runtime.LockOSThread() // the notifier is this thread's filter; execve runs here
+	listener := -1
+	o.finish = func(rep *harden.Report) error {
+		var err error
+		listener, err = installExecNotifier()
+		if err != nil {
+			rep.Layers = append(rep.Layers, harden.LayerStatus{Name: harden.LayerNoSpawn, Required: true,
+				Detail: "the one-program rule could not be installed: " + err.Error()})
+			return &harden.UnavailableError{Layer: harden.LayerNoSpawn, KernelABI: rep.KernelLandlockABI,
+				Reason: "seccomp user notification for execve", Err: err}
+		}
+		// The seccomp layer of that name is off for the workload (the
+		// launcher's own execve must pass); the supervisor enforces it.
+		rep.Layers = slices.DeleteFunc(rep.Layers, func(l harden.LayerStatus) bool { return l.Name == harden.LayerNoSpawn })
+		rep.Layers = append(rep.Layers, harden.LayerStatus{Name: harden.LayerNoSpawn, Required: true, Enforced: true,
+			Detail: "launcher supervisor: the workload's own execve only; every later execve and execveat refused (seccomp user notification), the execute right only on the program and its interpreters (Landlock)"})
+		rep.DeniedSyscalls = append(rep.DeniedSyscalls, "execve/execveat after the workload's own (supervisor)")
+		return nil
+	}
 	if err := applyAndReport(o, planned.Policy); err != nil {
 		return err
-	}
-	runtime.LockOSThread() // the filter below is this thread's; execve runs here
-	listener, err := installExecNotifier()
-	if err != nil {
-		return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("launch: the one-program rule (seccomp user notification): %w", err)}
 	}
 	if err := unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(listener), nil, 0); err != nil {
 		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: handing the notifier to the supervisor: %w", err)}

@@ -260,6 +260,17 @@ func TestLaunchOwnCommandOnly(t *testing.T) {
 	if err != nil || r.Role != Role || len(r.Degradations) != 0 {
 		t.Errorf("report %+v, %v", r, err)
 	}
+	// Every layer the agent's policy requires is enforced for the
+	// workload too; no-spawn by the supervisor.
+	enforced := map[string]bool{}
+	for _, l := range r.Layers {
+		enforced[l.Name] = l.Enforced
+	}
+	for _, l := range basePolicy(work).RequiredLayers() {
+		if !enforced[l] {
+			t.Errorf("layer %s is not enforced in the workload's report: %+v", l, r.Layers)
+		}
+	}
 }
 
 // TestLaunchShellAccess: with shell_access programs of the image's tree
