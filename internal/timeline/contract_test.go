@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // TestProducersContract writes each source with its producer's own types
@@ -25,9 +27,10 @@ func TestProducersContract(t *testing.T) {
 	exit0 := 0
 	meta := runs.Metadata{Schema: runs.MetadataSchema, RunID: "run-c", Command: "test-sandbox", Started: start,
 		Finished: start.Add(3 * time.Second), ExitCode: 0,
-		Containers: []runs.Container{{Role: "agent", Name: "run-c-agent", ExitCode: &exit0}},
-		Phases:     []runs.Phase{{Name: "wait", Start: start, DurationMS: 2000, OK: true}},
-		Verdict:    runs.Verdict{OK: true}}
+		Containers:  []runs.Container{{Role: "agent", Name: "run-c-agent", ExitCode: &exit0}},
+		Phases:      []runs.Phase{{Name: "wait", Start: start, DurationMS: 2000, OK: true}},
+		Verdict:     runs.Verdict{OK: true},
+		Credentials: []runs.Credential{{Variable: "OPENAI_API_KEY", Host: "api.openai.com", Lives: spec.LivesGateway}}}
 	writeJSONFile(t, dir, FileRunMetadata, meta)
 
 	var audit bytes.Buffer
@@ -66,6 +69,9 @@ func TestProducersContract(t *testing.T) {
 	}
 	if len(tl.Problems) != 0 {
 		t.Fatalf("problems: %v", tl.Problems)
+	}
+	if want := []CredentialInfo{{Variable: "OPENAI_API_KEY", Host: "api.openai.com", Lives: CredentialInGateway}}; !slices.Equal(tl.Credentials, want) {
+		t.Errorf("credentials %+v, want %+v", tl.Credentials, want)
 	}
 	var call, egressEv *Event
 	for i := range tl.Events {

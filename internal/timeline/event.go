@@ -117,7 +117,9 @@ type Timeline struct {
 	Phases       []PhaseInfo       `json:"phases"`
 	Verdict      *Verdict          `json:"verdict,omitempty"`
 	Degradations []json.RawMessage `json:"degradations,omitempty"`
-	ExitCode     *int              `json:"exit_code,omitempty"`
+	// Credentials says where each credential of the run lived.
+	Credentials []CredentialInfo `json:"credentials,omitempty"`
+	ExitCode    *int             `json:"exit_code,omitempty"`
 
 	// Policy is what the gateway was configured to allow, when the run
 	// directory holds it.

@@ -73,6 +73,7 @@ type runMetadata struct {
 	Phases       []PhaseInfo       `json:"phases"`
 	Verdict      *Verdict          `json:"verdict"`
 	Degradations []json.RawMessage `json:"degradations"`
+	Credentials  []CredentialInfo  `json:"credentials"`
 	ExitCode     *int              `json:"exit_code"`
 }
 

@@ -22,6 +22,7 @@ func (b *builder) readMetadata() {
 	t.Command, t.Started, t.Finished = m.Command, m.Started, m.Finished
 	t.Image, t.Engine, t.Networks, t.Containers, t.Phases = m.Image, m.Engine, m.Networks, m.Containers, m.Phases
 	t.Verdict, t.Degradations, t.ExitCode = m.Verdict, m.Degradations, m.ExitCode
+	t.Credentials = m.Credentials
 	before := len(t.Events)
 	if !m.Started.IsZero() {
 		b.add(Event{Time: m.Started, Source: SourceHarness, Kind: KindRunStart, OK: true,
@@ -38,6 +39,32 @@ func (b *builder) readMetadata() {
 		b.add(runEnd(m))
 	}
 	b.count(FileRunMetadata, len(t.Events)-before)
+}
+
+// CredentialInfo is one credential of a run (run-metadata.json
+// "credentials"): the host variable it came from, the host it is sent to,
+// and where it lived. Names only; a value is never recorded.
+type CredentialInfo struct {
+	Variable string `json:"variable"`
+	Host     string `json:"host"`
+	Lives    string `json:"lives"` // CredentialInGateway or CredentialInSandbox
+}
+
+// Where a credential lived, in [CredentialInfo.Lives].
+const (
+	CredentialInGateway = "gateway"
+	CredentialInSandbox = "sandbox"
+)
+
+// Where says where the credential lived, in words.
+func (c CredentialInfo) Where() string {
+	switch c.Lives {
+	case CredentialInGateway:
+		return "held by the gateway only (the agent had a per-run placeholder)"
+	case CredentialInSandbox:
+		return "in the sandbox: the agent had the real value (a recorded softening)"
+	}
+	return "unknown (" + c.Lives + ")"
 }
 
 func phaseSummary(p PhaseInfo) string {

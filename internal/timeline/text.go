@@ -115,6 +115,9 @@ func (p *printer) header() {
 	for _, d := range t.Degradations {
 		p.printf("degraded: %s\n", degradationText(d))
 	}
+	for _, c := range t.Credentials {
+		p.printf("credential %s for %s: %s\n", c.Variable, orDash(c.Host), c.Where())
+	}
 	if t.Verdict != nil && len(t.Verdict.Checks) > 0 {
 		p.printf("\nChecks\n")
 		for _, c := range t.Verdict.Checks {
