@@ -1,0 +1,554 @@
+// Package progress shows what the agent is doing while it does it. A
+// watcher on the host tails the records the roles write into their output
+// directories during a run (the agent's agent-turns.jsonl, the sidecar's
+// audit, the gateway's egress-decisions.jsonl), prints one progress line
+// per model turn and per tool call (its duration, and the egress it
+// caused, allowed or denied), and streams every record as a timeline event
+// (JSON lines, the schema of timeline.jsonl) while the run goes.
+//
+// Every byte it reads was written inside the sandbox, by a workload that
+// may be hostile: files are opened without following links and only when
+// they are regular files, at most a bounded amount is read per file, a line
+// longer than the timeline's bound is skipped, a torn or invalid line is
+// reported (a bounded number of times) and skipped, and every string that
+// reaches the terminal is cleaned of control characters and cut short.
+package progress
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
+	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
+)
+
+// Sources are the files the watcher tails: each role's own output
+// directory (<run dir>/<role>/) holds its file while the run goes. The
+// gateway's comes last, so that a poll has read the calls before the
+// decisions they caused.
+var Sources = []Source{
+	{Role: "agent", File: timeline.FileAgentTurns},
+	{Role: "sidecar", File: timeline.FileAudit},
+	{Role: "gateway", File: timeline.FileDecisions},
+}
+
+// Source is one tailed file.
+type Source struct{ Role, File string }
+
+// Bounds on what a hostile workload can make the host do.
+const (
+	maxFileBytes     = 64 << 20 // per file, as the timeline reads at most
+	maxReadPerTick   = 1 << 20  // per file and poll
+	maxField         = 160      // characters of one field on a progress line
+	maxProblemLines  = 5        // problem lines printed per file
+	defaultInterval  = 100 * time.Millisecond
+	defaultLineGrace = 150 * time.Millisecond
+	defaultDenyGrace = time.Second
+)
+
+// Options configure a [Watcher].
+type Options struct {
+	// Lines receives the progress lines; nil prints none (--quiet).
+	Lines io.Writer
+	// Events receives every event as one JSON line; nil streams none.
+	Events io.Writer
+	// Start is when the command started: lines say how long after it
+	// they were printed.
+	Start time.Time
+	// Interval is how often the files are polled (default 100 ms).
+	Interval time.Duration
+	// Now is the clock (default time.Now); tests set it.
+	Now func() time.Time
+}
+
+// Watcher follows one run. Its methods may be called from several
+// goroutines: Phase from the lifecycle's, Watch from its own.
+type Watcher struct {
+	o  Options
+	mu sync.Mutex
+	// seq numbers the streamed events in the order they were seen.
+	seq   int
+	files map[string]*tail
+	// egress tallies the gateway's decisions per correlation id.
+	egress map[string]*tally
+	// held are lines waiting one grace period for the decisions that
+	// belong to them; printed maps correlation ids to what was printed.
+	held    []heldLine
+	printed map[string]string
+	// orphans are denials no line has claimed yet.
+	orphans []heldDeny
+	errW    error // the first write error; the watcher stops writing
+}
+
+type tally struct {
+	allowed, denied int
+	firstDenied     string
+}
+
+type heldLine struct {
+	at   time.Time
+	e    timeline.Event
+	text string
+}
+
+type heldDeny struct {
+	at time.Time
+	e  timeline.Event
+}
+
+// New returns a watcher.
+func New(o Options) *Watcher {
+	if o.Interval <= 0 {
+		o.Interval = defaultInterval
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Start.IsZero() {
+		o.Start = o.Now()
+	}
+	return &Watcher{o: o, files: map[string]*tail{}, egress: map[string]*tally{}, printed: map[string]string{}}
+}
+
+// Watch tails runDir's sources until ctx ends, then reads what is left,
+// prints what it holds and returns. It never fails: a source it cannot read
+// is reported as a problem event and skipped.
+func (w *Watcher) Watch(ctx context.Context, runDir string) {
+	tick := time.NewTicker(w.o.Interval)
+	defer tick.Stop()
+	for {
+		w.Poll(runDir, false)
+		select {
+		case <-ctx.Done():
+			w.Poll(runDir, true)
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// Poll reads what the sources gained since the last poll and prints the
+// lines whose grace period is over. final reads a torn last line too and
+// prints everything held.
+func (w *Watcher) Poll(runDir string, final bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, s := range Sources {
+		t := w.files[s.File]
+		if t == nil {
+			t = &tail{src: s}
+			w.files[s.File] = t
+		}
+		t.read(filepath.Join(runDir, s.Role, s.File), final, w.line, w.problem)
+	}
+	w.flush(final)
+}
+
+// Phase streams a harness phase as an event (the lifecycle's OnPhase).
+func (w *Watcher) Phase(p timeline.PhaseInfo) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.emit(timeline.PhaseEvent(p))
+}
+
+// Err is the first error writing lines or events.
+func (w *Watcher) Err() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.errW
+}
+
+// line handles one complete line of a source.
+func (w *Watcher) line(src Source, raw []byte, n int) {
+	e, err := timeline.ParseLine(src.File, raw, n)
+	if err != nil {
+		w.problem(src, n, fmt.Sprintf("invalid line skipped: %v", err))
+		return
+	}
+	w.emit(e)
+	now := w.o.Now()
+	switch e.Kind {
+	case timeline.KindEgress:
+		w.decision(e, now)
+	case timeline.KindModelRequest:
+		w.hold(e, now, "model", modelText(e))
+	case timeline.KindToolCall, timeline.KindResourceRead:
+		w.hold(e, now, "tool", toolText(e))
+	case timeline.KindInvalidRequest:
+		w.hold(e, now, "sidecar", clean(e.Summary))
+	case timeline.KindAgentToolCall:
+		// A call the sidecar served has its own line (from the audit,
+		// which the workload does not write); the agent's record is shown
+		// only for a call that never got there (refused, failed).
+		if !e.OK {
+			w.hold(e, now, "tool", fmt.Sprintf("%s refused by the agent: %s", clean(orDash(e.Name)), clean(orDash(e.Error))))
+		}
+	case timeline.KindAnswerSaved:
+		w.hold(e, now, "agent", "answer saved")
+	case timeline.KindAgentError:
+		w.hold(e, now, "agent", "error: "+clean(orDash(e.Error)))
+	}
+}
+
+func (w *Watcher) problem(src Source, n int, msg string) {
+	t := w.files[src.File]
+	w.emit(timeline.ProblemEvent(src.File, n, msg))
+	if t.problems++; t.problems > maxProblemLines {
+		if t.problems == maxProblemLines+1 {
+			w.print("problem", fmt.Sprintf("%s: more problems, not shown (the events and timeline.jsonl have them)", src.File))
+		}
+		return
+	}
+	where := src.File
+	if n > 0 {
+		where = fmt.Sprintf("%s:%d", src.File, n)
+	}
+	w.print("problem", where+": "+clean(msg))
+}
+
+// decision counts a gateway decision for its correlation id, and prints a
+// denial no line will carry.
+func (w *Watcher) decision(e timeline.Event, now time.Time) {
+	id := e.CorrelationID
+	if id != "" {
+		t := w.egress[id]
+		if t == nil {
+			t = &tally{}
+			w.egress[id] = t
+		}
+		if e.Denied() {
+			t.denied++
+			if t.firstDenied == "" {
+				t.firstDenied = hostPort(e)
+			}
+		} else {
+			t.allowed++
+		}
+	}
+	if !e.Denied() {
+		return
+	}
+	if by, ok := w.printed[id]; ok && id != "" {
+		w.print("egress", denyText(e)+" (caused by "+by+")")
+		return
+	}
+	if id != "" && w.isHeld(id) {
+		return // the held line will carry it
+	}
+	w.orphans = append(w.orphans, heldDeny{at: now, e: e})
+}
+
+func (w *Watcher) isHeld(id string) bool {
+	for _, h := range w.held {
+		if h.e.CorrelationID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func (w *Watcher) hold(e timeline.Event, now time.Time, kind, text string) {
+	w.held = append(w.held, heldLine{at: now, e: e, text: kind + "\x00" + text})
+}
+
+// flush prints the held lines whose grace is over (all when final), each
+// with the egress its correlation id caused, and the denials no line
+// claimed in time.
+func (w *Watcher) flush(final bool) {
+	now := w.o.Now()
+	keep := w.held[:0]
+	for _, h := range w.held {
+		if !final && now.Sub(h.at) < defaultLineGrace {
+			keep = append(keep, h)
+			continue
+		}
+		kind, text, _ := strings.Cut(h.text, "\x00")
+		if d := durText(h.e.DurationMS); d != "" {
+			text += "  " + d
+		}
+		if id := h.e.CorrelationID; id != "" {
+			if t := w.egress[id]; t != nil {
+				text += "  " + egressText(t)
+			}
+			w.printed[id] = describe(h.e)
+		}
+		w.print(kind, text)
+	}
+	w.held = keep
+	rest := w.orphans[:0]
+	for _, o := range w.orphans {
+		id := o.e.CorrelationID
+		switch {
+		case id != "" && w.isHeld(id):
+			// claimed by a line still held: it carries the denial
+		case id != "" && w.printed[id] != "":
+			// claimed by a line printed since: it carried the denial
+		case final || now.Sub(o.at) >= defaultDenyGrace:
+			w.print("egress", denyText(o.e))
+		default:
+			rest = append(rest, o)
+		}
+	}
+	w.orphans = rest
+}
+
+// emit streams one event.
+func (w *Watcher) emit(e timeline.Event) {
+	if w.o.Events == nil || w.errW != nil {
+		return
+	}
+	w.seq++
+	e.Seq = w.seq
+	e.Schema = timeline.Schema
+	b, err := json.Marshal(&e)
+	if err != nil {
+		return // an event always encodes; the line's fields are plain
+	}
+	if _, err := w.o.Events.Write(append(b, '\n')); err != nil {
+		w.errW = fmt.Errorf("writing events: %w", err)
+	}
+}
+
+// print writes one progress line: what it is, how long after the start.
+func (w *Watcher) print(kind, text string) {
+	if w.o.Lines == nil || w.errW != nil {
+		return
+	}
+	since := w.o.Now().Sub(w.o.Start).Seconds()
+	if _, err := fmt.Fprintf(w.o.Lines, "[%-9s] %7.1fs  %s\n", kind, since, text); err != nil {
+		w.errW = fmt.Errorf("writing progress: %w", err)
+	}
+}
+
+func modelText(e timeline.Event) string {
+	s := fmt.Sprintf("turn %d", e.Turn)
+	if e.Model != "" {
+		s += " " + clean(e.Model)
+	}
+	switch {
+	case !e.OK:
+		return s + ": request FAILED: " + clean(orDash(e.Error))
+	case len(e.ToolsRequested) > 0:
+		tools := make([]string, len(e.ToolsRequested))
+		for i, t := range e.ToolsRequested {
+			tools[i] = clean(t)
+		}
+		return s + ": asks for " + cut(strings.Join(tools, ", "))
+	}
+	return s + ": answered"
+}
+
+func toolText(e timeline.Event) string {
+	s := clean(orDash(e.Name))
+	if e.Kind == timeline.KindResourceRead {
+		s = "read " + s
+	}
+	if !e.OK {
+		return s + " FAILED: " + clean(orDash(e.Error))
+	}
+	return s + " ok"
+}
+
+func denyText(e timeline.Event) string {
+	return fmt.Sprintf("DENY %s %s: %s", clean(e.Method), clean(hostPort(e)), clean(orDash(e.Reason)))
+}
+
+func egressText(t *tally) string {
+	var parts []string
+	if t.allowed > 0 {
+		parts = append(parts, fmt.Sprintf("%d allowed", t.allowed))
+	}
+	if t.denied > 0 {
+		parts = append(parts, fmt.Sprintf("%d DENIED (%s)", t.denied, clean(t.firstDenied)))
+	}
+	return "egress: " + strings.Join(parts, ", ")
+}
+
+// describe names a printed line for a denial that comes after it.
+func describe(e timeline.Event) string {
+	switch e.Kind {
+	case timeline.KindModelRequest:
+		return fmt.Sprintf("turn %d's model request", e.Turn)
+	case timeline.KindToolCall, timeline.KindAgentToolCall:
+		return "tool " + clean(orDash(e.Name))
+	case timeline.KindResourceRead:
+		return "read " + clean(orDash(e.Name))
+	}
+	return clean(e.Kind)
+}
+
+func durText(ms float64) string {
+	switch {
+	case ms <= 0:
+		return ""
+	case ms < 1000:
+		return fmt.Sprintf("%.0f ms", ms)
+	}
+	return fmt.Sprintf("%.1f s", ms/1000)
+}
+
+func hostPort(e timeline.Event) string {
+	if e.Port != "" {
+		return e.Host + ":" + e.Port
+	}
+	return e.Host
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// clean makes a recorded string safe for one terminal line: control
+// characters escaped (a newline too: it would start a forged line), and
+// cut to maxField characters.
+func clean(s string) string {
+	s = termtext.Clean(s)
+	s = strings.NewReplacer("\n", `\n`, "\t", `\t`).Replace(s)
+	return cut(s)
+}
+
+func cut(s string) string {
+	if r := []rune(s); len(r) > maxField {
+		return string(r[:maxField]) + "…"
+	}
+	return s
+}
+
+// tail follows one file.
+type tail struct {
+	src      Source
+	off      int64  // bytes consumed
+	partial  []byte // the start of a line without its newline yet
+	skipping bool   // inside an overlong line: drop until its newline
+	n        int    // lines seen
+	problems int
+	gone     bool // the file was replaced or truncated: reported once
+	full     bool // maxFileBytes reached: reported once
+	bad      bool // the file could not be opened: reported once
+	ino      uint64
+}
+
+// read consumes what the file gained: complete lines go to line, a line
+// longer than the bound is skipped, and (final) a torn last line is
+// parsed or reported.
+func (t *tail) read(path string, final bool, line func(Source, []byte, int), problem func(Source, int, string)) {
+	data, ok := t.next(path, problem)
+	if ok {
+		t.feed(data, line, problem)
+	}
+	if final && (len(t.partial) > 0 || t.skipping) {
+		t.n++
+		if !t.skipping {
+			raw := bytes.TrimSpace(t.partial)
+			if _, err := timeline.ParseLine(t.src.File, raw, t.n); err == nil {
+				line(t.src, raw, t.n)
+			} else if len(raw) > 0 {
+				problem(t.src, t.n, fmt.Sprintf("torn last line (no newline, %d bytes) skipped", len(raw)))
+			}
+		}
+		t.partial, t.skipping = nil, false
+	}
+}
+
+// next returns the bytes the file gained since the last read.
+func (t *tail) next(path string, problem func(Source, int, string)) ([]byte, bool) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, false // not written yet
+	}
+	if err != nil {
+		if !t.bad {
+			t.bad = true
+			problem(t.src, 0, fmt.Sprintf("cannot be followed: %v", cleanErr(err, path, t.src.File)))
+		}
+		return nil, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		if !t.bad {
+			t.bad = true
+			problem(t.src, 0, "not a regular file: not followed")
+		}
+		return nil, false
+	}
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	if (t.ino != 0 && ino != t.ino) || fi.Size() < t.off {
+		// Replaced or truncated under us: a record only grows. Start over
+		// on what is there now, once, and say so.
+		if !t.gone {
+			t.gone = true
+			problem(t.src, 0, "the file was replaced or truncated during the run; following it from its start")
+		}
+		t.off, t.n, t.partial, t.skipping = 0, 0, nil, false
+	}
+	t.ino = ino
+	if t.off >= maxFileBytes {
+		if !t.full {
+			t.full = true
+			problem(t.src, 0, fmt.Sprintf("larger than %d bytes: not followed further", maxFileBytes))
+		}
+		return nil, false
+	}
+	want := min(fi.Size()-t.off, maxReadPerTick, maxFileBytes-t.off)
+	if want <= 0 {
+		return nil, false
+	}
+	buf := make([]byte, want)
+	n, err := f.ReadAt(buf, t.off)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, false
+	}
+	t.off += int64(n)
+	return buf[:n], true
+}
+
+func cleanErr(err error, path, name string) string {
+	return strings.ReplaceAll(err.Error(), path, name)
+}
+
+// feed splits data into lines, keeping an unfinished one for later.
+func (t *tail) feed(data []byte, line func(Source, []byte, int), problem func(Source, int, string)) {
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if !t.skipping {
+				t.partial = append(t.partial, data...)
+				if len(t.partial) > timeline.MaxLineBytes {
+					t.partial, t.skipping = nil, true
+				}
+			}
+			return
+		}
+		chunk := data[:i]
+		data = data[i+1:]
+		t.n++
+		if t.skipping || len(t.partial)+len(chunk) > timeline.MaxLineBytes {
+			t.partial, t.skipping = nil, false
+			problem(t.src, t.n, fmt.Sprintf("line longer than %d bytes skipped", timeline.MaxLineBytes))
+			continue
+		}
+		raw := bytes.TrimSpace(append(t.partial, chunk...))
+		t.partial = nil
+		if len(raw) > 0 {
+			line(t.src, raw, t.n)
+		}
+	}
+}
