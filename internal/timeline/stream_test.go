@@ -56,4 +56,3 @@ func TestParseLineIsBuildsParse(t *testing.T) {
 		t.Error("ParseLine accepted a file that is not a line source")
 	}
 }
-
