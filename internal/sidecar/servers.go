@@ -116,7 +116,7 @@ func (r *remote) check(ctx context.Context, sess *mcp.ClientSession) (map[string
 		changes = mcppin.Compare(*r.cfg.Pin, snap)
 	}
 	refused := len(changes) > 0 && r.cfg.OnDrift == driftFail
-	r.recordCheck(snap, changes, refused)
+	r.recordCheck(ctx, snap, changes, refused)
 	if refused {
 		r.unexpose()
 		return nil, &DriftError{Server: r.cfg.Name, Changes: changes}
@@ -243,12 +243,13 @@ func (r *remote) unexpose() {
 
 // recordCheck keeps what was observed and writes the audit record of the
 // check, and the observed pins for the host.
-func (r *remote) recordCheck(snap mcppin.Server, changes []mcppin.Change, refused bool) {
+func (r *remote) recordCheck(ctx context.Context, snap mcppin.Server, changes []mcppin.Change, refused bool) {
 	r.mu.Lock()
 	r.observed, r.changes = &snap, changes
 	r.mu.Unlock()
 	r.s.writePins()
 	rec := Record{Time: timestamp(time.Now()), Kind: KindPinCheck, Name: r.cfg.Name, Server: r.cfg.Name, OK: !refused,
+		CorrelationID: traceIDFrom(ctx), SessionID: "connect",
 		Arguments: mustMarshal(map[string]any{"url": r.cfg.URL, "on_drift": r.cfg.OnDrift, "tools": len(snap.Tools)})}
 	switch {
 	case r.cfg.Pin == nil:
