@@ -37,6 +37,7 @@ func (g *Gateway) newForwarder() http.Handler {
 	return &httputil.ReverseProxy{
 		Rewrite:      rewriteForward,
 		Transport:    g.fwdPool,
+		BufferPool:   responseBuffers,
 		ErrorHandler: g.forwardError,
 		ErrorLog:     nil,
 	}

@@ -126,6 +126,7 @@ func (g *Gateway) newInjector(in *Injection) *http.Server {
 	rp := &httputil.ReverseProxy{
 		Rewrite:       rewriteInject,
 		Transport:     g.injectPool,
+		BufferPool:    responseBuffers,
 		ErrorHandler:  g.forwardError,
 		FlushInterval: -1,
 	}

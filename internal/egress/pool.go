@@ -188,3 +188,19 @@ func clientIP(remote string) string {
 func credentialKey(c *Credential) string {
 	return http.CanonicalHeaderKey(c.Header) + "@" + c.authority() + "/" + c.Scheme + "/" + strconv.Quote(c.Source)
 }
+
+// copyBuffers lends the forwarder's and the credential listener's
+// ReverseProxy their 32 KiB response-copy buffers; without it each
+// response allocates (and the collector clears) a new one.
+type copyBuffers struct{ p sync.Pool }
+
+func (b *copyBuffers) Get() []byte {
+	if v, ok := b.p.Get().(*[]byte); ok {
+		return *v
+	}
+	return make([]byte, 32<<10)
+}
+
+func (b *copyBuffers) Put(buf []byte) { b.p.Put(&buf) }
+
+var responseBuffers = &copyBuffers{}

@@ -183,7 +183,7 @@ func (c *recordingConn) nextRequest() {
 // decimal number.
 func parseHeaderBlock(raw []byte) *headerBlock {
 	blk := &headerBlock{}
-	tp := textproto.NewReader(bufio.NewReader(bytes.NewReader(raw)))
+	tp := textproto.NewReader(bufio.NewReaderSize(bytes.NewReader(raw), len(raw)))
 	line, err := tp.ReadLine()
 	if err != nil {
 		return blk
