@@ -38,6 +38,7 @@ var subcommands = []func(Streams) *cobra.Command{
 	newSleepCmd,
 	newProbeCmd,
 	newReportCmd,
+	newMCPCmd,
 }
 
 // newRootCmd builds the command tree.

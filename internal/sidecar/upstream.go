@@ -63,7 +63,12 @@ func newUpstream(cfg Config, log *slog.Logger) *upstream {
 // call's traceparent: the gateway's decision line for that tunnel can then be
 // joined to exactly one audited call.
 func newUpstreamTransport(cfg Config) http.RoundTripper {
-	base := &http.Transport{
+	return &tracingTransport{base: newBaseTransport(cfg), maxBytes: cfg.MaxUpstreamBytes}
+}
+
+// newBaseTransport is the upstream's HTTP transport under the tracing one.
+func newBaseTransport(cfg Config) *http.Transport {
+	return &http.Transport{
 		Proxy:                 cfg.Proxy,
 		GetProxyConnectHeader: proxyConnectHeader,
 		DialContext:           (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
@@ -71,7 +76,6 @@ func newUpstreamTransport(cfg Config) http.RoundTripper {
 		TLSHandshakeTimeout:   10 * time.Second,
 		DisableKeepAlives:     true,
 	}
-	return &tracingTransport{base: base, maxBytes: cfg.MaxUpstreamBytes}
 }
 
 func cloneTLS(c *tls.Config) *tls.Config {
