@@ -214,10 +214,12 @@ func (s *credentialScan) result(searched string) Result {
 		notes = strings.Join(s.notes, "; ")
 	}
 	if len(s.findings) > 0 {
-		return allowed(fmt.Sprintf("A credential is readable: %d finding(s) (places and shapes only).", len(s.findings)),
+		// No ':' or '=' after "credential" in a summary: Redact would
+		// take the rest of the line for a secret's value.
+		return allowed(fmt.Sprintf("Credentials are readable (%d findings, places and shapes only).", len(s.findings)),
 			strings.Join(s.findings, "; ")+" | "+notes+" | searched "+searched)
 	}
-	return denied("No credential is readable: only the run's placeholder, or no credential at all.", notes+" | searched "+searched)
+	return denied("No credential is readable, only the run's placeholder or none at all.", notes+" | searched "+searched)
 }
 
 // ownEnvironment is G05 T05: the process's environment, as Go holds it and
@@ -264,9 +266,16 @@ func credentialRoots(c *Context) []string {
 	if h := os.Getenv("HOME"); h != "" && filepath.IsAbs(h) {
 		roots = append(roots, h)
 	}
+	// A root container without a passwd entry has HOME=/: the search
+	// stays in the places above, never the whole tree or /proc.
+	roots = slices.DeleteFunc(roots, func(r string) bool { return filepath.Clean(r) == "/" })
 	sort.Strings(roots)
 	return slices.Compact(roots)
 }
+
+// pseudoFS are trees the file search never enters: kernel views, which
+// hold other processes' environments (searched as such) and endless files.
+var pseudoFS = []string{"/proc", "/sys", "/dev"}
 
 // readableCredentials is G40 T19: every other process's environment and
 // command line the workload can read, and the files under
@@ -324,6 +333,8 @@ func (s *credentialScan) files(ctx context.Context, roots []string) (files int, 
 					skipped++
 				}
 				return nil
+			case d.IsDir() && slices.Contains(pseudoFS, filepath.Clean(p)):
+				return fs.SkipDir
 			case d.IsDir() && strings.Count(strings.TrimPrefix(p, root), "/") >= credMaxDepth:
 				skipped++
 				return fs.SkipDir

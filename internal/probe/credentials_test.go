@@ -86,6 +86,9 @@ func TestCredentialVariable(t *testing.T) {
 			if tt.value != "" && tt.value != testPlaceholder && strings.Contains(r.Summary+r.Evidence, tt.value) {
 				t.Errorf("the value reached the result: %+v", r)
 			}
+			if strings.Contains(r.Summary, redacted) {
+				t.Errorf("the summary was redacted: %q", r.Summary)
+			}
 		})
 	}
 }
@@ -197,6 +200,15 @@ func TestReadableCredentials(t *testing.T) {
 			t.Errorf("got %s: %s (%s), want Denied", r.Outcome, r.Summary, r.Evidence)
 		}
 	})
+}
+
+func TestCredentialRootsNeverSlash(t *testing.T) {
+	t.Setenv("HOME", "/")
+	for _, r := range credentialRoots(DefaultContext()) {
+		if r == "/" {
+			t.Errorf("roots %q include /", credentialRoots(DefaultContext()))
+		}
+	}
 }
 
 func TestOwnEnvironment(t *testing.T) {
