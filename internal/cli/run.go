@@ -43,6 +43,7 @@ type sandboxOptions struct {
 	quiet          bool
 	json           bool
 	question       string
+	events         string // run --events FILE|- (progress.go)
 	allowOldEngine bool
 	gatewayEngine  string // orchestrate.EngineOurs or EngineSquid
 	squidImage     string
@@ -88,7 +89,12 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Resul
 	if o.json {
 		out.Out = s.Err // stdout carries the JSON summary
 	}
+	endProgress, err := o.watchProgress(&so, s, &out) // progress.go
+	if err != nil {
+		return sandbox.Result{}, err
+	}
 	res, err := sandbox.Run(ctx, eng, so, out)
+	_ = endProgress() // a failed stream is a warning, not the run's failure
 	if res.RunDir != "" {
 		summary(s, o, res, err)
 	}
@@ -198,6 +204,7 @@ error says "certificate signed by unknown authority".`,
 		},
 	}
 	o.addFlags(cmd, true)
+	addProgressFlags(cmd, &o) // progress.go
 	return cmd
 }
 

@@ -326,7 +326,7 @@ func (w *Watcher) print(kind, text string) {
 		return
 	}
 	since := w.o.Now().Sub(w.o.Start).Seconds()
-	if _, err := fmt.Fprintf(w.o.Lines, "[%-9s] %7.1fs  %s\n", kind, since, text); err != nil {
+	if _, err := fmt.Fprintf(w.o.Lines, "[%-9s] +%5.1fs  %s\n", kind, since, text); err != nil {
 		w.errW = fmt.Errorf("writing progress: %w", err)
 	}
 }

@@ -108,7 +108,7 @@ func TestLinePerTurnAndToolWithItsEgress(t *testing.T) {
 		t.Fatalf("printed %q before the line's grace period", got)
 	}
 	got := r.poll(200 * time.Millisecond)
-	want := "[model    ]     1.2s  turn 1 gpt-4.1-mini: asks for microsoft_docs_search  812 ms  egress: 1 allowed\n"
+	want := "[model    ] +  1.2s  turn 1 gpt-4.1-mini: asks for microsoft_docs_search  812 ms  egress: 1 allowed\n"
 	if got != want {
 		t.Fatalf("got  %q\nwant %q", got, want)
 	}
@@ -116,14 +116,14 @@ func TestLinePerTurnAndToolWithItsEgress(t *testing.T) {
 	r.audit(toolCall + "\n")
 	r.decisions(toolDeny + "\n")
 	got = r.settle(time.Second)
-	want2 := "[tool     ]     2.4s  microsoft_docs_search ok  230 ms  egress: 1 DENIED (exfil.example:443)\n"
+	want2 := "[tool     ] +  2.4s  microsoft_docs_search ok  230 ms  egress: 1 DENIED (exfil.example:443)\n"
 	if got != want2 {
 		t.Fatalf("got  %q\nwant %q", got, want2)
 	}
 	// A denial of the same call that comes later gets a line of its own.
 	r.decisions(toolDeny + "\n")
 	got = r.poll(time.Second)
-	if want3 := "[egress   ]     3.4s  DENY CONNECT exfil.example:443: host exfil.example is not in allowed_domains (caused by tool microsoft_docs_search)\n"; got != want3 {
+	if want3 := "[egress   ] +  3.4s  DENY CONNECT exfil.example:443: host exfil.example is not in allowed_domains (caused by tool microsoft_docs_search)\n"; got != want3 {
 		t.Fatalf("got  %q\nwant %q", got, want3)
 	}
 	ev := r.events()

@@ -268,7 +268,9 @@ func (j *job) checkEngine(v dockerx.EngineVersion) error {
 	d := msg + "; accepted by --allow-old-engine: internal containers get an unroutable upstream DNS server, " +
 		"and are held at start until the harness has removed their default route"
 	j.meta.Degradations = append(j.meta.Degradations, d)
-	fmt.Fprintf(j.s.Err, "warning: %s\n", d)
+	// Printed once and short (every run on such an engine says it); the
+	// record keeps the whole text.
+	fmt.Fprintf(j.s.Err, "warning: Docker Engine %s is older than %d; accepted by --allow-old-engine, with workarounds (the full text is in run-metadata.json, degradations)\n", v.Version, minEngineMajor)
 	return nil
 }
 
