@@ -8,10 +8,12 @@ package dockerxtest
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
@@ -52,6 +54,11 @@ type Engine struct {
 	// or starts something (create-network, create, start, attach, build,
 	// import) with the call as Calls holds it; an error fails the call.
 	FailOn func(call string) error
+	// Failed are the calls FailOn or CreateErr failed (nothing was
+	// created by them).
+	Failed []string
+	// OnCreate, when set, sees each container spec as it is created.
+	OnCreate func(c dockerx.ContainerSpec)
 	// OnStart, when set, is called after a container started (e.g. to
 	// make it exit, or to write what the role would write).
 	OnStart func(id string)
@@ -69,6 +76,21 @@ func New() *Engine {
 		Specs: map[string]dockerx.ContainerSpec{}, waits: map[string]chan dockerx.WaitResult{}}
 }
 
+// StaticELF is a minimal static x86-64 ELF header followed by tail: enough
+// for orchestrate.CheckStatic and an image's content hash.
+func StaticELF(tail string) []byte {
+	b := make([]byte, 64)
+	copy(b, "\x7fELF\x02\x01\x01")
+	le := binary.LittleEndian
+	le.PutUint16(b[16:], 2)  // ET_EXEC
+	le.PutUint16(b[18:], 62) // EM_X86_64
+	le.PutUint32(b[20:], 1)
+	le.PutUint16(b[52:], 64) // ehsize
+	le.PutUint16(b[54:], 56) // phentsize
+	le.PutUint16(b[58:], 64) // shentsize
+	return append(b, tail...)
+}
+
 // ErrNoSuchContainer is what the fake answers for an id it never created.
 var ErrNoSuchContainer = errors.New("dockerxtest: no such container")
 
@@ -83,10 +105,16 @@ func (f *Engine) Record(format string, args ...any) {
 func (f *Engine) recordFallible(format string, args ...any) error {
 	call := fmt.Sprintf(format, args...)
 	f.Record("%s", call)
-	if f.FailOn != nil {
-		return f.FailOn(call)
+	if f.FailOn == nil {
+		return nil
 	}
-	return nil
+	err := f.FailOn(call)
+	if err != nil {
+		f.mu.Lock()
+		f.Failed = append(f.Failed, call)
+		f.mu.Unlock()
+	}
+	return err
 }
 
 // CallList returns a copy of the calls so far (safe while the code under
@@ -95,6 +123,13 @@ func (f *Engine) CallList() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string{}, f.Calls...)
+}
+
+// FailedList returns a copy of Failed.
+func (f *Engine) FailedList() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string{}, f.Failed...)
 }
 
 func (f *Engine) Version(context.Context) (dockerx.EngineVersion, error) {
@@ -162,10 +197,14 @@ func (f *Engine) ListNetworks(context.Context, map[string]string) ([]dockerx.Res
 
 func (f *Engine) CreateContainer(_ context.Context, c dockerx.ContainerSpec) (string, error) {
 	ferr := f.recordFallible("create %s", c.Name)
+	if f.OnCreate != nil {
+		f.OnCreate(c)
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.Specs[c.Name] = c
 	if err := f.CreateErr[c.Name]; err != nil {
+		f.Failed = append(f.Failed, "create "+c.Name)
 		return "", err
 	}
 	if ferr != nil {
@@ -265,7 +304,16 @@ func (f *Engine) InspectContainer(_ context.Context, id string) (dockerx.Contain
 	if pid == 0 {
 		pid = 4242
 	}
-	return dockerx.ContainerState{Running: true, Pid: pid, IPs: map[string]string{"internal": f.IP}}, nil
+	// An address on every network the container was created on (as the
+	// engine reports them, by network name), and on "internal" for plans
+	// that name their networks so.
+	ips := map[string]string{"internal": f.IP}
+	f.mu.Lock()
+	for _, a := range f.Specs[strings.TrimPrefix(id, "id-")].Networks {
+		ips[a.Network] = f.IP
+	}
+	f.mu.Unlock()
+	return dockerx.ContainerState{Running: true, Pid: pid, IPs: ips}, nil
 }
 
 func (f *Engine) KillContainer(_ context.Context, id, signal string) error {
