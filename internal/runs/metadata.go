@@ -29,7 +29,10 @@ type Metadata struct {
 	Image    Image     `json:"image"`
 	Engine   Engine    `json:"engine"`
 	// Gateway is the egress gateway engine, when the run has a gateway.
-	Gateway      *Gateway    `json:"gateway,omitempty"`
+	Gateway *Gateway `json:"gateway,omitempty"`
+	// Question is the agent's question (run with the built-in agent; the
+	// seed's when none was given).
+	Question     string      `json:"question,omitempty"`
 	Networks     []Network   `json:"networks"`
 	Containers   []Container `json:"containers"`
 	Phases       []Phase     `json:"phases"`

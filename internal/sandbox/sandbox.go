@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -165,6 +166,9 @@ func Run(ctx context.Context, engine dockerx.Engine, o Options, out Output) (Res
 	j.phases = &phaseLog{w: out.Err, quiet: o.Quiet, on: o.OnPhase}
 	j.meta = runs.Metadata{Schema: runs.MetadataSchema, Command: o.Command, Started: j.started,
 		Networks: []runs.Network{}, Containers: []runs.Container{}, Degradations: []string{}}
+	if o.Command == "run" && o.Workload == orchestrate.WorkloadAgent {
+		j.meta.Question = cmp.Or(o.Question, agent.DefaultQuestion) // the report shows it
+	}
 	err := j.execute(ctx)
 	err = j.finish(ctx, err)
 	res := Result{Metadata: j.meta}
