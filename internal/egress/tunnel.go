@@ -26,7 +26,7 @@ type tunnel struct {
 	closeOnce        sync.Once
 }
 
-const copyBufSize = 32 << 10
+const copyBufSize = 64 << 10
 
 var copyBufs = sync.Pool{New: func() any { b := make([]byte, copyBufSize); return &b }}
 
@@ -79,16 +79,9 @@ func (t *tunnel) run(pending []byte) error {
 // pipe copies src to dst until EOF (then half-closes dst) or an error
 // (then closes both, ending the other direction too).
 func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64) error {
-	full := false
+	rd := rawReader(src)
 	for {
-		if !full {
-			if err := waitReadable(src); err != nil {
-				t.close()
-				return err
-			}
-		}
-		bp := copyBufs.Get().(*[]byte)
-		nr, rerr := src.Read(*bp)
+		bp, nr, rerr := rd()
 		if nr > 0 {
 			t.touch()
 			nw, werr := dst.Write((*bp)[:nr])
@@ -99,8 +92,9 @@ func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64) error {
 				return werr
 			}
 		}
-		full = nr == len(*bp)
-		copyBufs.Put(bp)
+		if bp != nil {
+			copyBufs.Put(bp)
+		}
 		if rerr == io.EOF {
 			closeWrite(dst)
 			return nil
@@ -112,23 +106,58 @@ func (t *tunnel) pipe(dst, src net.Conn, n *atomic.Int64) error {
 	}
 }
 
-// waitReadable blocks until c has data (or EOF, or an error) without
-// holding a buffer. Connections that are not sockets just return.
-func waitReadable(c net.Conn) error {
+// rawReader returns a read function for c that takes a copy buffer only
+// when c has data: on a socket it reads inside the runtime poller's
+// readiness callback (one read(2) per call, the buffer given back while
+// the socket would block, deadlines honoured), so an idle tunnel holds no
+// buffer and a busy one pays no extra system call to find out. Other
+// connections read into a pooled buffer.
+func rawReader(c net.Conn) func() (*[]byte, int, error) {
+	plain := func() (*[]byte, int, error) {
+		bp := copyBufs.Get().(*[]byte)
+		nr, err := c.Read(*bp)
+		return bp, nr, err
+	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return nil
+		return plain
 	}
 	rc, err := sc.SyscallConn()
 	if err != nil {
-		return nil
+		return plain
 	}
-	var one [1]byte
-	err = rc.Read(func(fd uintptr) bool {
-		_, _, err := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		return err != syscall.EAGAIN
-	})
-	return err
+	return func() (*[]byte, int, error) {
+		var bp *[]byte
+		var nr int
+		var rerr error
+		err := rc.Read(func(fd uintptr) bool {
+			bp = copyBufs.Get().(*[]byte)
+			for {
+				nr, rerr = syscall.Read(int(fd), *bp)
+				if rerr != syscall.EINTR {
+					break
+				}
+			}
+			if rerr == syscall.EAGAIN {
+				copyBufs.Put(bp)
+				bp = nil
+				return false
+			}
+			return true
+		})
+		switch {
+		case err != nil:
+			if bp != nil {
+				copyBufs.Put(bp)
+			}
+			return nil, 0, err
+		case rerr != nil:
+			return bp, 0, os.NewSyscallError("read", rerr)
+		case nr == 0:
+			return bp, 0, io.EOF
+		}
+		return bp, nr, nil
+	}
 }
 
 func closeWrite(c net.Conn) {
