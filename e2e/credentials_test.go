@@ -21,6 +21,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 )
 
 // crRun is one `mcpsidecar run` started in the background, with its id
@@ -35,6 +38,12 @@ type crRun struct {
 
 func crStart(t *testing.T, s agSetup, behaviour string, extra ...string) *crRun {
 	t.Helper()
+	return crStartCmd(t, s, "run", behaviour, extra...)
+}
+
+// crStartCmd is crStart for command (run or doctor).
+func crStartCmd(t *testing.T, s agSetup, command, behaviour string, extra ...string) *crRun {
+	t.Helper()
 	r := &crRun{id: RandHex(6), done: make(chan error, 1)}
 	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
 	fx := agStartFixtures(t, r.id, s.image, s.key, behaviour)
@@ -47,7 +56,7 @@ allowed_domains = ["`+agModelHost+`", "`+agLearnHost+`"]
 # the run's egress network; nothing else on these ranges is reachable there.
 allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 `)
-	args := append([]string{"run", "--spec", specFile, "--runs-dir", r.runsDir, "--allow-old-engine", "--timeout", "3m"}, extra...)
+	args := append([]string{command, "--spec", specFile, "--runs-dir", r.runsDir, "--allow-old-engine", "--timeout", "3m"}, extra...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
 	r.cmd = exec.CommandContext(ctx, s.bin, args...)
@@ -154,7 +163,8 @@ func TestCredentialHeldByGateway(t *testing.T) {
 
 	agentEnv := crEnv(t, agentInspect)
 	placeholder := agentEnv["OPENAI_API_KEY"]
-	if !strings.HasPrefix(placeholder, "mcpsidecar-placeholder-") {
+	// The harness writes the placeholder, the probe recognises its shape.
+	if !probe.IsPlaceholder(placeholder) {
 		t.Errorf("agent OPENAI_API_KEY = %q, want the run's placeholder", placeholder)
 	}
 	if want := "http://egress-gateway:3129/" + agModelHost + "/v1"; agentEnv["OPENAI_BASE_URL"] != want {
@@ -167,6 +177,9 @@ func TestCredentialHeldByGateway(t *testing.T) {
 		t.Error("the gateway does not hold the real key")
 	}
 	agCheckNoSecret(t, runDir, s.key)
+	md := crMetadata(t, runDir)
+	crWantCredential(t, md, "gateway")
+	crWantCheck(t, md, "credentials held by the gateway stayed there")
 
 	injected := 0
 	for _, d := range crDecisions(t, runDir) {
@@ -263,14 +276,108 @@ func TestCredentialSquidKeepsKeyInSandbox(t *testing.T) {
 	if env["OPENAI_API_KEY"] != s.key || env["OPENAI_BASE_URL"] != "http://"+agModelHost+"/v1" {
 		t.Errorf("agent OPENAI_API_KEY is not the real key, or OPENAI_BASE_URL = %q is not the host's", env["OPENAI_BASE_URL"])
 	}
-	var md struct {
-		Degradations []string `json:"degradations"`
+	md := crMetadata(t, runDir)
+	crWantCredential(t, md, "sandbox")
+	if !strings.Contains(strings.Join(md.Degradations, "\n"), "the Squid gateway engine cannot hold credentials") {
+		t.Errorf("run-metadata.json degradations %q do not record the key in the sandbox", md.Degradations)
 	}
+	agCheckNoSecret(t, runDir, s.key)
+	agCheckNothingLeft(t, r.id)
+}
+
+// crMeta is the part of run-metadata.json these tests read.
+type crMeta struct {
+	Degradations []string `json:"degradations"`
+	Credentials  []struct {
+		Variable, Host, Lives string
+	} `json:"credentials"`
+	Verdict struct {
+		OK     bool `json:"ok"`
+		Checks []struct {
+			Name, Detail string
+			OK           bool
+		} `json:"checks"`
+	} `json:"verdict"`
+}
+
+func crMetadata(t *testing.T, runDir string) crMeta {
+	t.Helper()
+	var md crMeta
 	if err := json.Unmarshal([]byte(agRead(t, filepath.Join(runDir, "run-metadata.json"))), &md); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(strings.Join(md.Degradations, "\n"), "the Squid gateway engine cannot hold credentials") {
-		t.Errorf("run-metadata.json degradations %q do not record the key in the sandbox", md.Degradations)
+	return md
+}
+
+// crWantCredential: the run records OPENAI_API_KEY, for the fake model's
+// host, as living where lives says.
+func crWantCredential(t *testing.T, md crMeta, lives string) {
+	t.Helper()
+	if len(md.Credentials) != 1 || md.Credentials[0].Variable != "OPENAI_API_KEY" || md.Credentials[0].Host != agModelHost ||
+		md.Credentials[0].Lives != lives {
+		t.Errorf("run-metadata.json credentials %+v, want OPENAI_API_KEY for %s in the %s", md.Credentials, agModelHost, lives)
+	}
+}
+
+// crWantCheck: the verdict has the named check, passed.
+func crWantCheck(t *testing.T, md crMeta, name string) {
+	t.Helper()
+	for _, c := range md.Verdict.Checks {
+		if c.Name == name {
+			if !c.OK {
+				t.Errorf("verdict check %q failed: %s", name, c.Detail)
+			}
+			return
+		}
+	}
+	t.Errorf("the verdict has no check %q: %+v", name, md.Verdict.Checks)
+}
+
+// TestCredentialDoctorRefusal: doctor, with the host holding a (fake) key
+// for the fake model, proves the gateway refuses a model request without
+// the run's placeholder and with a wrong one: the agent's check row, the
+// two refusals in the decision log (nothing injected, so the model was
+// never reached), and the host's own checks in the verdict.
+func TestCredentialDoctorRefusal(t *testing.T) {
+	NeedDocker(t)
+	s := agPrepare(t)
+	r := crStartCmd(t, s, "doctor", "task")
+	if err := r.wait(t); err != nil {
+		t.Fatalf("mcpsidecar doctor: %v\nstdout:\n%s", err, r.stdout.String())
+	}
+	out := r.stdout.String()
+	row := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, agent.CheckPlaceholderRequired) {
+			row = line
+		}
+	}
+	if !strings.Contains(row, " ok ") || !strings.Contains(row, "no Authorization: refused 401") || !strings.Contains(row, "a wrong placeholder: refused 403") {
+		t.Errorf("doctor's check row %q, want ok with both refusals\n%s", row, out)
+	}
+	runDir := agOnlyRunDir(t, r.runsDir)
+	md := crMetadata(t, runDir)
+	if !md.Verdict.OK {
+		t.Errorf("doctor's verdict failed: %+v", md.Verdict.Checks)
+	}
+	crWantCredential(t, md, "gateway")
+	for _, name := range []string{agent.CheckPlaceholderRequired, "gateway recorded the refused model requests", "credentials held by the gateway stayed there"} {
+		crWantCheck(t, md, name)
+	}
+	refused := 0
+	for _, d := range crDecisions(t, runDir) {
+		switch d["credential"] {
+		case "refused":
+			refused++
+			if d["host"] != agModelHost || d["decision"] != "deny" || !strings.Contains(d["reason"].(string), "placeholder") {
+				t.Errorf("refused decision %v", d)
+			}
+		case "injected":
+			t.Errorf("doctor's check got a credential injected: %v", d)
+		}
+	}
+	if refused != 2 {
+		t.Errorf("%d refused model requests in the decision log, want 2", refused)
 	}
 	agCheckNoSecret(t, runDir, s.key)
 	agCheckNothingLeft(t, r.id)

@@ -16,6 +16,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"io/fs"
 	"net"
 	"net/netip"
 	"os"
@@ -50,7 +51,13 @@ var hardeningProbes = []string{
 	// output directory).
 	"G41/T01", "G41/T02", "G41/T03", "G41/T04", "G41/T05", "G41/T06", "G41/T07", "G41/T08", "G41/T09",
 	"G41/T10", "G41/T11",
+	// Credentials (issue 15): the container is given a key, in its
+	// environment (G05 T05) and in a file of its output directory (G40 T19).
+	"G05/T05", "G40/T19",
 }
+
+// probeFakeKey is the negative control's key: fake, never a real one.
+const probeFakeKey = "sk-test-negative-control-0123456789abcdef"
 
 func TestProbeUnhardenedContainer(t *testing.T) {
 	NeedDocker(t)
@@ -70,12 +77,15 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	plantOtherRoles(t, out)
+	if err := os.WriteFile(filepath.Join(out, ".env"), []byte("OPENAI_API_KEY="+probeFakeKey+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	pctx, _ := json.Marshal(map[string]any{"sidecar_url": "http://mcp-sidecar.invalid:8000/mcp"})
 	probeDocker(t, "run", "--name", "mcpsidecar-probe-e2e-"+id, "--label", TestLabel, "--label", label,
 		"--network", network, "--dns", dnsIP, "--security-opt", "seccomp=unconfined", "--user", "0:0",
 		"--tmpfs", "/tmp:rw,exec", "--tmpfs", "/sandbox-work:rw,exec",
 		"-v", out+":/sandbox-output", "-v", "/var/run/docker.sock:/var/run/docker.sock",
-		"-e", "SANDBOX_AGENT_CONTAINER=1", "-e", probe.ContextEnv+"="+string(pctx),
+		"-e", "SANDBOX_AGENT_CONTAINER=1", "-e", probe.ContextEnv+"="+string(pctx), "-e", "OPENAI_API_KEY="+probeFakeKey,
 		image, "probe", "--unhardened", "--serialize-evidence")
 
 	rep, err := probe.LoadReport(filepath.Join(out, "report.json"))
@@ -128,6 +138,16 @@ func TestProbeUnhardenedContainer(t *testing.T) {
 	}
 	if n := rep.Violations(); n < len(hardeningProbes) {
 		t.Errorf("%d violations, want at least the %d hardening probes", n, len(hardeningProbes))
+	}
+	// The credential probes name where the key was, never the key.
+	for key, want := range map[string]string{"G05/T05": "OPENAI_API_KEY (a secret-named variable)", "G40/T19": "/sandbox-output/.env: holds an sk- key"} {
+		g, p, _ := strings.Cut(key, "/")
+		if c := rep.Find(g, p); c == nil || !strings.Contains(c.Tool.Evidence, want) {
+			t.Errorf("%s: %+v, want evidence naming %q", key, c, want)
+		}
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "report.json")); err != nil || strings.Contains(string(data), probeFakeKey) {
+		t.Errorf("report.json holds the key (or is unreadable: %v)", err)
 	}
 	// The gateway probes have no gateway here: unsupported, never a pass.
 	for _, key := range []string{"G40/T06", "G40/T07"} {
@@ -279,7 +299,9 @@ func TestProbeTestSandbox(t *testing.T) {
 	if err := os.WriteFile(shellSpec, []byte(spec), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	base := runTestSandbox(t, id, runsDir)
+	// The host holds a (fake) key: it goes to the gateway, and the probes
+	// must find only the placeholder in the sandbox.
+	base := runTestSandboxEnv(t, id, runsDir, []string{"OPENAI_API_KEY=" + probeFakeKey})
 	shell := runTestSandbox(t, id, runsDir, "--spec", shellSpec)
 	RequireNothingLeft(t, label)
 
@@ -292,6 +314,16 @@ func TestProbeTestSandbox(t *testing.T) {
 			}
 		}
 	}
+	for _, key := range []string{"G05/T05", "G40/T19"} {
+		g, p, _ := strings.Cut(key, "/")
+		if c := base.Find(g, p); c == nil || c.Verdict != probe.Pass || c.Tool.Outcome != probe.Denied {
+			t.Errorf("default spec: %s: %+v, want pass (Denied: only the placeholder)", key, c)
+		}
+	}
+	if c := base.Find("G05", "T05"); c == nil || !strings.Contains(c.Tool.Evidence, "OPENAI_API_KEY holds the run's placeholder") {
+		t.Errorf("G05/T05 evidence %+v, want the placeholder named", c)
+	}
+	tsCheckCredentialVerdict(t, runsDir)
 	spawn := map[string]bool{}
 	for _, p := range probe.Catalogue() {
 		if p.Spawn {
@@ -326,8 +358,14 @@ func TestProbeTestSandbox(t *testing.T) {
 // violations, 4 with.
 func runTestSandbox(t *testing.T, id, runsDir string, args ...string) *probe.Report {
 	t.Helper()
+	return runTestSandboxEnv(t, id, runsDir, nil, args...)
+}
+
+// runTestSandboxEnv is runTestSandbox with extra host variables.
+func runTestSandboxEnv(t *testing.T, id, runsDir string, env []string, args ...string) *probe.Report {
+	t.Helper()
 	before, _ := os.ReadDir(runsDir)
-	c, code := RunCLI(t, id, nil, append([]string{"test-sandbox", "--allow-old-engine", "--quiet", "--runs-dir", runsDir}, args...)...)
+	c, code := RunCLI(t, id, env, append([]string{"test-sandbox", "--allow-old-engine", "--quiet", "--runs-dir", runsDir}, args...)...)
 	after, _ := os.ReadDir(runsDir)
 	if len(after) != len(before)+1 {
 		t.Fatalf("test-sandbox exited %d without a new run directory\nstderr:\n%s", code, c.Stderr.String())
@@ -353,4 +391,52 @@ func engineMajor(t *testing.T) int {
 		major = major*10 + int(r-'0')
 	}
 	return major
+}
+
+// tsCheckCredentialVerdict: the first run of runsDir records where the
+// model credential lived (the gateway) and the host's own check that its
+// value is in no file of the run; no file holds the fake key.
+func tsCheckCredentialVerdict(t *testing.T, runsDir string) {
+	t.Helper()
+	entries, err := os.ReadDir(runsDir)
+	if err != nil || len(entries) == 0 {
+		t.Fatalf("runs dir: %v", err)
+	}
+	runDir := filepath.Join(runsDir, entries[0].Name())
+	var md struct {
+		Credentials []struct{ Variable, Host, Lives string } `json:"credentials"`
+		Verdict     struct {
+			Checks []struct {
+				Name, Detail string
+				OK           bool
+			} `json:"checks"`
+		} `json:"verdict"`
+	}
+	data, err := os.ReadFile(filepath.Join(runDir, "run-metadata.json"))
+	if err != nil || json.Unmarshal(data, &md) != nil {
+		t.Fatalf("run-metadata.json: %v", err)
+	}
+	if len(md.Credentials) != 1 || md.Credentials[0].Variable != "OPENAI_API_KEY" || md.Credentials[0].Lives != "gateway" {
+		t.Errorf("run-metadata.json credentials %+v, want OPENAI_API_KEY in the gateway", md.Credentials)
+	}
+	found := false
+	for _, c := range md.Verdict.Checks {
+		if c.Name == "credentials held by the gateway stayed there" {
+			found = true
+			if !c.OK {
+				t.Errorf("host check failed: %s", c.Detail)
+			}
+		}
+	}
+	if !found {
+		t.Error("the verdict has no check that the held credential stayed in the gateway")
+	}
+	_ = filepath.WalkDir(runDir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			if b, rerr := os.ReadFile(p); rerr == nil && strings.Contains(string(b), probeFakeKey) {
+				t.Errorf("%s holds the key", p)
+			}
+		}
+		return nil
+	})
 }
