@@ -48,6 +48,7 @@ type sandboxOptions struct {
 	gatewayEngine  string // orchestrate.EngineOurs or EngineSquid
 	squidImage     string
 	subnetPool     string // CIDR, orchestrate.ParseSubnetPool
+	own            workloadFlags // --image, --pull, -- CMD (run_workload.go)
 
 	serializeEvidence bool
 	baseline          string
@@ -67,6 +68,7 @@ func (o sandboxOptions) options() (sandbox.Options, error) {
 		RunsDir:  o.runsDir, Timeout: o.timeout, ReadyTimeout: o.readyTimeout, Keep: o.keep, Quiet: o.quiet,
 		Question: o.question, AllowOldEngine: o.allowOldEngine, GatewayEngine: o.gatewayEngine, SquidImage: o.squidImage,
 		SubnetPool: pool, SerializeEvidence: o.serializeEvidence, WorkloadCmd: o.workloadCmd, GatewayCmd: o.gatewayCmd,
+		Own: o.own.options(),
 	}, nil
 }
 
@@ -169,6 +171,9 @@ func (o sandboxOptions) validate() error {
 	if _, err := o.pool(); err != nil {
 		return err
 	}
+	if err := o.own.validate(); err != nil {
+		return err
+	}
 	return o.validateEngine()
 }
 
@@ -194,8 +199,11 @@ in allowed_domains or allowed_ip_addresses), OPENAI_MODEL, DOCKER_HOST,
 (default /etc/ssl/certs/ca-certificates.crt). Set it behind a TLS-inspecting
 corporate proxy, or for a model or MCP server signed by a private CA, when an
 error says "certificate signed by unknown authority".`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.ArbitraryArgs, // the workload's command, after --
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.own.setCommand(cmd, args); err != nil {
+				return err
+			}
 			if err := o.validate(); err != nil {
 				return err
 			}
@@ -204,6 +212,7 @@ error says "certificate signed by unknown authority".`,
 		},
 	}
 	o.addFlags(cmd, true)
+	addWorkloadFlags(cmd, &o.own)
 	addProgressFlags(cmd, &o) // progress.go
 	return cmd
 }

@@ -40,6 +40,8 @@ type Options struct {
 	ReportDir string // harden-report.json goes here ("" for none)
 	// Apply is harden.Apply; tests replace it to apply nothing.
 	Apply func(harden.Policy) (harden.Report, error)
+	// ApplySeccomp is harden.ApplySeccomp (the supervisor's filter).
+	ApplySeccomp func(harden.Policy) (harden.Report, error)
 	// finish runs after a successful Apply, before the report is written.
 	finish func(*harden.Report) error
 }
@@ -64,6 +66,9 @@ func getenvFrom(env []string) func(string) string {
 func Launch(o Options) error {
 	if o.Apply == nil {
 		o.Apply = harden.Apply
+	}
+	if o.ApplySeccomp == nil {
+		o.ApplySeccomp = harden.ApplySeccomp
 	}
 	getenv := getenvFrom(o.Environ)
 	if fdStr := getenv(envStage); fdStr != "" {
@@ -177,16 +182,31 @@ func supervise(o Options, planned Planned) error {
 		}
 		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: the workload stage sent no notification descriptor: %w", err)}
 	}
-	// The supervisor itself runs no workload code and stays outside the
-	// workload's Landlock domain: a domain of its own would scope its
-	// signals away from the child it must forward SIGTERM to. The
-	// workload cannot reach it: ptrace and process_vm_* are refused by
-	// the seccomp baseline, signals to it by the Landlock scope.
+	// The supervisor runs no workload code. It takes the seccomp filter
+	// (no program, no socket, no listen, the baseline) but no Landlock
+	// domain: one of its own would scope its signals away from the child
+	// it must forward SIGTERM to. The workload cannot reach it: ptrace
+	// and process_vm_* are refused by the seccomp baseline, signals to it
+	// by the workload's Landlock scope.
+	if _, err := o.ApplySeccomp(supervisorPolicy(planned.Policy)); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("launch: hardening the supervisor: %w", err)}
+	}
 	go answerExecs(listener, o.Stderr)
 	if code := exitCode(cmd.Wait()); code != 0 {
 		return &ExitError{Code: code}
 	}
 	return nil
+}
+
+// supervisorPolicy is the supervisor's seccomp filter: nothing to start,
+// no socket of any kind, no listen (it already holds its descriptors).
+func supervisorPolicy(w harden.Policy) harden.Policy {
+	return harden.Policy{Schema: harden.Schema, Role: "launcher",
+		Landlock: harden.Landlock{MinABI: w.Landlock.MinABI, ReadOnlyDirs: []string{}, ReadOnlyFiles: []string{},
+			ReadWriteDirs: []string{}, ReadWriteFiles: []string{}, ConnectTCP: []uint16{}, BindTCP: []uint16{}},
+		NoSpawn: true, DenyUnixSockets: true, NoListen: true, NoUDP: true, NoNetlink: true}
 }
 
 func exitCode(err error) int {

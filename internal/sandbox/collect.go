@@ -133,6 +133,8 @@ func (j *job) verdict(runErr error) error {
 	switch {
 	case j.agentExit == nil:
 		v.Checks = append(v.Checks, runs.Check{Name: "workload ran", Detail: errText(runErr, "the workload did not run")})
+	case j.own != nil && j.o.Workload == orchestrate.WorkloadAgent:
+		v.Checks = append(v.Checks, j.ownVerdict()...) // workload.go
 	case j.o.Workload == orchestrate.WorkloadAgent:
 		rc := agent.CheckRunExit(j.dir.Path, *j.agentExit, j.o.Question)
 		for _, c := range rc.Checks {

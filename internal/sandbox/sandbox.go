@@ -77,6 +77,10 @@ type Options struct {
 	WorkloadCmd, GatewayCmd []string
 	// Getenv reads the host's environment; nil is os.Getenv.
 	Getenv func(string) string
+	// Own is a user's workload image and command (run --image,
+	// test-sandbox --image; workload.go); nil and no [workload] in the
+	// spec: our agent.
+	Own *OwnWorkload
 
 	// Hooks, each optional. They let a feature join the lifecycle without
 	// a phase of its own; doc.go says where each one is called.
@@ -149,6 +153,7 @@ type job struct {
 	capOver   map[string]string
 	watchStop context.CancelFunc // ends Options.Watch
 	watchDone chan struct{}
+	own       *ownRun // the user's workload, when one runs (workload.go)
 }
 
 // Run carries out one whole lifecycle on engine: every phase in order,

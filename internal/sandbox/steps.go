@@ -49,6 +49,9 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := j.applyOwn(ctx, &plan); err != nil { // workload.go
+		return err
+	}
 	if orchestrate.SidecarOffline(in.Workload) {
 		j.meta.Degradations = append(j.meta.Degradations, orchestrate.NoteSidecarOffline)
 	}

@@ -1,0 +1,264 @@
+package sandbox
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+)
+
+// Bring your own workload (issue 16): the agent-role container runs a
+// user's image and command instead of our agent, with every Docker option
+// the agent gets, and our static binary mounted read-only as its
+// entrypoint: the launcher, which applies the in-process layers and then
+// executes the command.
+
+// Pull policies of [OwnWorkload.Pull].
+const (
+	PullMissing = "missing" // pull the image when the engine lacks it (the default)
+	PullNever   = "never"   // never pull: a missing image fails the run
+)
+
+// LauncherPath is where the launcher is mounted in a workload container:
+// a directory of its own at the root, outside the image's tree.
+const LauncherPath = "/.mcpsidecar/mcpsidecar"
+
+// OwnWorkload is `run --image IMAGE [-- CMD ARGS...]` (and `test-sandbox
+// --image`). Empty fields fall back to the spec's [workload] table; nil
+// Options.Own and no [workload] run our agent.
+type OwnWorkload struct {
+	Image   string
+	Command []string
+	Pull    string // PullMissing ("" too) or PullNever
+}
+
+// ownRun is the workload a run actually runs, flags over the spec.
+type ownRun struct {
+	Image   string
+	Command []string // the resolved command (the image's own when none was given)
+	Source  string   // where the image came from: "--image" or the spec
+}
+
+// resolveOwn merges the flags over the spec's [workload]: the flag's image
+// wins; the spec's command goes with the spec's image only; without a
+// command the image's own entrypoint and command run.
+func resolveOwn(flags *OwnWorkload, s *spec.Spec) *ownRun {
+	var w spec.Workload
+	if s != nil && s.Workload != nil {
+		w = *s.Workload
+	}
+	r := &ownRun{Image: w.Image, Command: w.Command, Source: "the spec's [workload]"}
+	if flags != nil && flags.Image != "" {
+		if flags.Image != w.Image {
+			r.Command = nil
+		}
+		r.Image, r.Source = flags.Image, "--image"
+	}
+	if flags != nil && len(flags.Command) > 0 {
+		r.Command = flags.Command
+	}
+	if r.Image == "" {
+		return nil
+	}
+	return r
+}
+
+// puller is what an engine needs to pull (the real client; fakes never do).
+type puller interface {
+	PullImage(ctx context.Context, ref string) error
+}
+
+// ensureOwnImage finds the image in the engine, pulling it when missing
+// unless the policy is never.
+func (j *job) ensureOwnImage(ctx context.Context, ref string) (dockerx.ImageInfo, error) {
+	info, ok, err := j.engine.InspectImage(ctx, ref)
+	if err != nil || ok {
+		return info, err
+	}
+	pull := PullMissing
+	if j.o.Own != nil && j.o.Own.Pull != "" {
+		pull = j.o.Own.Pull
+	}
+	if pull == PullNever {
+		return info, exitcode.WithHint(exitcode.Unavailable, fmt.Errorf("workload image %s is not in the engine, and --pull never forbids pulling it", ref),
+			"build or load it first (docker images lists what the engine has), e.g. scripts/build-debian-image.sh")
+	}
+	p, can := j.engine.(puller)
+	if !can {
+		return info, exitcode.With(exitcode.Unavailable, fmt.Errorf("workload image %s is not in the engine, and this engine cannot pull", ref))
+	}
+	fmt.Fprintf(j.s.Err, "pulling workload image %s\n", ref)
+	if err := p.PullImage(ctx, ref); err != nil {
+		return info, exitcode.WithHint(exitcode.Unavailable, fmt.Errorf("workload image %s is not in the engine and could not be pulled: %w", ref, err),
+			"without a reachable registry, build or load the image locally (docker build, docker load, scripts/build-debian-image.sh) and run with --pull never")
+	}
+	info, ok, err = j.engine.InspectImage(ctx, ref)
+	if err == nil && !ok {
+		err = fmt.Errorf("workload image %s is still missing after the pull", ref)
+	}
+	return info, err
+}
+
+// applyOwn turns the plan's agent-role step into the user's workload:
+// the image, the launcher as entrypoint, the command, the launcher
+// mounted read-only, and the launcher's environment. Every other Docker
+// option of the step (read-only root, cap-drop ALL, no-new-privileges,
+// the seccomp profile, limits, tmpfs, black-holed names, the internal
+// network only, the non-root user) is the agent's, unchanged. Under
+// test-sandbox the probe is the command: our binary, under the same
+// launcher, in the user's image.
+func (j *job) applyOwn(ctx context.Context, plan *orchestrate.Plan) error {
+	own := resolveOwn(j.o.Own, j.spec)
+	if own == nil || j.o.Workload == orchestrate.WorkloadCheck {
+		return nil // doctor checks our agent's connectivity, whatever the spec runs
+	}
+	if err := spec.CheckImageRef(own.Image); err != nil {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("workload image (%s): %w", own.Source, err))
+	}
+	info, err := j.ensureOwnImage(ctx, own.Image)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(plan.Containers, func(st orchestrate.Step) bool { return st.Role == orchestrate.RoleAgent })
+	if i < 0 {
+		return errors.New("the plan has no agent-role container to run the workload in")
+	}
+	st := &plan.Containers[i]
+	switch {
+	case j.o.Workload == orchestrate.WorkloadProbe:
+		own.Command = append([]string{LauncherPath}, st.Spec.Cmd...)
+	case len(own.Command) == 0:
+		own.Command = append(slices.Clone(info.Entrypoint), info.Cmd...)
+		if len(own.Command) == 0 {
+			return exitcode.With(exitcode.Usage, fmt.Errorf("workload image %s has no entrypoint or command: give one after --, or command in [workload]", own.Image))
+		}
+	}
+	if err := spec.CheckCommand(own.Command); err != nil {
+		return exitcode.With(exitcode.Usage, fmt.Errorf("workload command: %w", err))
+	}
+	bin, err := j.binaryPath()
+	if err != nil {
+		return err
+	}
+	target := DefaultOutputTarget
+	for _, m := range st.Spec.Mounts {
+		if m.Source == st.OutputDir {
+			target = m.Target
+		}
+	}
+	st.Spec.Image = own.Image
+	st.Spec.Entrypoint = []string{LauncherPath, "launch", "--"}
+	st.Spec.Cmd = slices.Clone(own.Command)
+	st.Spec.Mounts = append(st.Spec.Mounts, dockerx.Mount{Source: bin, Target: LauncherPath, ReadOnly: true})
+	env := []dockerx.EnvVar{
+		{Name: launcher.EnvSelf, Value: LauncherPath},
+		{Name: envLaunchReportDir, Value: target},
+		{Name: EnvWorkloadOutputDir, Value: target},
+	}
+	if j.spec.Has(spec.CapShellAccess) {
+		env = append(env, dockerx.EnvVar{Name: launcher.EnvShellAccess, Value: "1"})
+	}
+	st.Spec.Env = append(st.Spec.Env, env...)
+	j.own = own
+	j.meta.Degradations = append(j.meta.Degradations, fmt.Sprintf("workload: image %s (from %s), command %q, under the launcher (%s)", own.Image, own.Source, own.Command, LauncherPath))
+	return nil
+}
+
+// DefaultOutputTarget is the output directory in the container when the
+// step names none.
+const DefaultOutputTarget = spec.OutputDir
+
+// EnvWorkloadOutputDir tells a workload where its output directory is.
+const EnvWorkloadOutputDir = "MCPSIDECAR_OUTPUT_DIR"
+
+// envLaunchReportDir is where the launcher writes its harden report (cli's
+// launch command reads it).
+const envLaunchReportDir = "MCPSIDECAR_LAUNCH_REPORT_DIR"
+
+// binaryPath is the static binary the image is built from, which is also
+// the launcher mounted into a workload image.
+func (j *job) binaryPath() (string, error) {
+	if p := j.getenv(EnvImageBinary); p != "" {
+		return filepath.Abs(p)
+	}
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("finding this binary (the launcher): %w", err)
+	}
+	return filepath.EvalSymlinks(p)
+}
+
+// Verdict checks of a user's workload: what holds for any workload. The
+// seed's task checks (answer printed, the format read, the samples
+// searched) stay with our agent, whose turns we can see.
+const (
+	CheckWorkloadExit  = "workload exited 0"
+	CheckWorkloadAudit = "sidecar audit complete"
+)
+
+func (j *job) ownVerdict() []runs.Check {
+	exit := runs.Check{Name: CheckWorkloadExit, OK: *j.agentExit == 0, Detail: fmt.Sprintf("want 0, got %d", *j.agentExit)}
+	return []runs.Check{exit, auditComplete(filepath.Join(j.dir.Path, orchestrate.AuditFile))}
+}
+
+// auditComplete: the sidecar's audit log exists and every line is a whole
+// record (time, kind, name, correlation id): the sidecar closed it
+// cleanly. What the workload asked is not known to us, so completeness is
+// the sidecar's side; the gateway's decision log records the rest.
+func auditComplete(path string) runs.Check {
+	c := runs.Check{Name: CheckWorkloadAudit}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		c.Detail = "no sidecar audit log: " + err.Error()
+		return c
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	n := 0
+	kinds := map[string]int{}
+	for line := 1; sc.Scan(); line++ {
+		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var r struct {
+			Time          string `json:"time"`
+			Kind          string `json:"kind"`
+			Name          string `json:"name"`
+			CorrelationID string `json:"correlation_id"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			c.Detail = fmt.Sprintf("%s line %d: %v", filepath.Base(path), line, err)
+			return c
+		}
+		if r.Time == "" || r.Kind == "" || r.Name == "" || r.CorrelationID == "" {
+			c.Detail = fmt.Sprintf("%s line %d: an incomplete record (time, kind, name and correlation id are required)", filepath.Base(path), line)
+			return c
+		}
+		n++
+		kinds[r.Kind]++
+	}
+	if err := sc.Err(); err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(kinds)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("%d audit lines, each a whole record (%s)", n, strings.Join(parts, ", "))
+	return c
+}
