@@ -156,7 +156,11 @@ func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(st
 	if err := hardenRole("gateway", getenv, s.Err, false, reportDir(o.decisionLog)); err != nil {
 		return err
 	}
-	g, err := egress.New(egress.Options{Policy: policy, Log: dlog, RunID: o.runID, Logger: logger, Injection: inject, Limits: egress.Limits{
+	scopes, err := gatewayScopes(getenv) // mcp_roles.go: egress scoped per declared MCP server
+	if err != nil {
+		return err
+	}
+	g, err := egress.New(egress.Options{Policy: policy, Log: dlog, RunID: o.runID, Logger: logger, Injection: inject, Scopes: scopes, Limits: egress.Limits{
 		MaxConcurrent: o.maxTunnels, IdleTimeout: o.idleTimeout, MaxDuration: o.maxDuration,
 	}})
 	if err != nil {

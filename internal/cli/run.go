@@ -80,6 +80,7 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Resul
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	afterMCP := mcpRunHooks(&so, s.Err) // mcp_roles.go: pins, Squid refusal, first-run lock
 	var eng dockerx.Engine
 	if c, err := dockerx.New(); err != nil {
 		eng = sandbox.Unavailable(err)
@@ -96,6 +97,7 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Resul
 		return sandbox.Result{}, err
 	}
 	res, err := sandbox.Run(ctx, eng, so, out)
+	afterMCP(res)
 	_ = endProgress() // a failed stream is a warning, not the run's failure
 	if res.RunDir != "" {
 		summary(s, o, res, err)

@@ -27,6 +27,7 @@ type sidecarOptions struct {
 	maxSessions     int
 	maxBodyBytes    int64
 	noUpstream      bool
+	pinsOut         string
 }
 
 func newSidecarCmd(s Streams) *cobra.Command {
@@ -65,6 +66,7 @@ audit log is synced before the process exits.`,
 	f.IntVar(&o.maxSessions, "max-sessions", sidecar.DefaultMaxSessions, "maximum concurrent client connections")
 	f.BoolVar(&o.noUpstream, "no-upstream", false, "offline mode (doctor/test-sandbox): list the Learn tools but never contact the upstream; their calls fail")
 	f.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "maximum size of one request body")
+	f.StringVar(&o.pinsOut, "pins-out", "", "save the declared MCP servers' tool definitions, as observed, to this file (declared servers only)")
 	return cmd
 }
 
@@ -92,7 +94,13 @@ func runSidecar(ctx context.Context, s Streams, o sidecarOptions) error {
 		Proxy:           sidecar.ProxyFromEnv(os.Getenv),
 		Logger:          log,
 		NoUpstream:      o.noUpstream,
+		PinsOut:         o.pinsOut,
 	}
+	servers, err := sidecarServers(os.Getenv) // mcp_roles.go: the spec's [[mcp_servers]]
+	if err != nil {
+		return err
+	}
+	cfg.Servers = servers
 	if o.auditLog != "" {
 		audit, err := sidecar.OpenAuditLog(o.auditLog)
 		if err != nil {

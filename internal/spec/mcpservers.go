@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/url"
@@ -377,4 +378,42 @@ func normalizedServers(in []MCPServer) []map[string]any {
 		out = append(out, d)
 	}
 	return out
+}
+
+// Environment and files of declared servers in a run.
+const (
+	// EnvMCPServers is the declared servers, JSON [[]MCPServer], given
+	// to the sidecar (which proxies them) and the gateway (which scopes
+	// egress by them). Only with [[mcp_servers]]: the built-in Learn
+	// default keeps the unscoped behaviour of the seed.
+	EnvMCPServers = "MCPSIDECAR_MCP_SERVERS"
+	// EnvMCPPins is the lock's entries for the declared servers (an
+	// mcppin lock, JSON), set by the harness at run time.
+	EnvMCPPins = "MCPSIDECAR_MCP_PINS"
+	// FileMCPPins is where the sidecar saves the definitions it observed,
+	// in its output directory.
+	FileMCPPins = "mcp-tool-pins.json"
+)
+
+// addMCPServersEnv gives the sidecar and the gateway the declared servers.
+func (p *Profile) addMCPServersEnv(s *Spec) error {
+	if len(s.MCPServers) == 0 {
+		return nil
+	}
+	js, err := json.Marshal(s.MCPServers)
+	if err != nil {
+		return fmt.Errorf("encoding mcp_servers: %w", err)
+	}
+	for _, role := range []string{RoleSidecar, RoleGateway} {
+		c, ok := p.Containers[role]
+		if !ok {
+			continue
+		}
+		c.Env[EnvMCPServers] = string(js)
+		if role == RoleSidecar {
+			c.Cmd = append(c.Cmd, "--pins-out", OutputDir+"/"+FileMCPPins)
+		}
+		p.Containers[role] = c
+	}
+	return nil
 }

@@ -56,6 +56,9 @@ func Resolve(s *Spec) (*Profile, error) {
 		p.addContainer(sidecarContainer())
 	}
 	p.addContainer(agentContainer(s, p.Credentials))
+	if err := p.addMCPServersEnv(s); err != nil {
+		return nil, err
+	}
 	if err := p.finishContainers(); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/mcppin"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+)
+
+const rolesSpec = `schema_version = 1
+capabilities = ["network", "mcp_client"]
+allowed_domains = [".example.com", "mcp-b.test:8080"]
+
+[[mcp_servers]]
+name = "docs"
+url = "https://docs.example.com/mcp"
+tools = ["search"]
+
+[[mcp_servers]]
+name = "wiki"
+url = "http://mcp-b.test:8080/mcp"
+on_drift = "warn"
+prefix_tools = true
+`
+
+func rolesProfile(t *testing.T) (*spec.Profile, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sandbox_spec.toml")
+	if err := os.WriteFile(path, []byte(rolesSpec), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := spec.LoadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, path
+}
+
+// TestMCPRoles: the env the spec gives the sidecar and the gateway turns
+// into the sidecar's servers (with pins) and the gateway's scope table.
+func TestMCPRoles(t *testing.T) {
+	p, _ := rolesProfile(t)
+	pin := mcppin.NewServer("docs", "https://docs.example.com/mcp", nil, nil)
+	lock := &mcppin.Lock{}
+	lock.Put(pin)
+	pins, _ := json.Marshal(lock)
+	env := map[string]string{spec.EnvMCPServers: p.Containers[spec.RoleSidecar].Env[spec.EnvMCPServers], spec.EnvMCPPins: string(pins)}
+	servers, err := sidecarServers(func(k string) string { return env[k] })
+	if err != nil || len(servers) != 2 {
+		t.Fatalf("sidecarServers = %+v, %v", servers, err)
+	}
+	if servers[0].Pin == nil || servers[1].Pin != nil || !servers[1].Prefixed || servers[1].OnDrift != "warn" {
+		t.Errorf("servers %+v: want docs pinned, wiki unpinned, prefixed, warn", servers)
+	}
+	if p.Containers[spec.RoleGateway].Env[spec.EnvMCPServers] == "" {
+		t.Fatal("the gateway does not get the servers")
+	}
+	sc, err := gatewayScopes(func(k string) string { return p.Containers[spec.RoleGateway].Env[k] })
+	if err != nil || sc == nil {
+		t.Fatalf("gatewayScopes: %v", err)
+	}
+	if none, err := gatewayScopes(func(string) string { return "" }); none != nil || err != nil {
+		t.Errorf("without servers: %v, %v; want no scopes", none, err)
+	}
+	if _, err := sidecarServers(func(k string) string { return map[string]string{spec.EnvMCPServers: "[{"}[k] }); err == nil {
+		t.Error("a broken servers variable was accepted")
+	}
+}
+
+// TestMCPRunHooks: the pins reach the sidecar, Squid is refused, and the
+// first run's observed definitions become the lock (nothing pinned is
+// changed).
+func TestMCPRunHooks(t *testing.T) {
+	p, specPath := rolesProfile(t)
+	lock := &mcppin.Lock{}
+	lock.Put(mcppin.NewServer("docs", "https://docs.example.com/mcp", nil, nil))
+	lockPath := mcppin.LockPath(specPath)
+	if err := lock.Save(lockPath); err != nil {
+		t.Fatal(err)
+	}
+	var so sandbox.Options
+	var out strings.Builder
+	after := mcpRunHooks(&so, &out)
+	if err := so.PlanInput(&orchestrate.Input{Profile: p, GatewayEngine: orchestrate.EngineSquid}); err == nil || !strings.Contains(err.Error(), "Squid") {
+		t.Fatalf("Squid: %v, want a refusal", err)
+	}
+	in := &orchestrate.Input{Profile: p}
+	if err := so.PlanInput(in); err != nil {
+		t.Fatal(err)
+	}
+	env := in.Env[orchestrate.RoleSidecar]
+	if len(env) != 1 || env[0].Name != spec.EnvMCPPins || !strings.Contains(env[0].Value, `"docs"`) {
+		t.Fatalf("sidecar env %+v", env)
+	}
+	runDir := t.TempDir()
+	observed := &mcppin.Lock{}
+	observed.Put(mcppin.NewServer("wiki", "http://mcp-b.test:8080/mcp", nil, nil))
+	observed.Put(mcppin.NewServer("docs", "https://changed.example/mcp", nil, nil))
+	if err := os.MkdirAll(filepath.Join(runDir, "sidecar"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := observed.Save(filepath.Join(runDir, "sidecar", spec.FileMCPPins)); err != nil {
+		t.Fatal(err)
+	}
+	after(sandbox.Result{RunDir: runDir})
+	got, err := mcppin.Load(lockPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := got.Server("docs"); d.URL != "https://docs.example.com/mcp" {
+		t.Errorf("the first run changed a pinned server: %+v", d)
+	}
+	if _, ok := got.Server("wiki"); !ok || !strings.Contains(out.String(), "pinned the tool definitions of wiki") {
+		t.Errorf("wiki not pinned after its first run; said %q", out.String())
+	}
+}
