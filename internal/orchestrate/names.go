@@ -1,5 +1,7 @@
 package orchestrate
 
+import "github.com/mcpsidecar/mcpsidecar/internal/runs"
+
 // Roles of the containers of one run (spec.Role*).
 const (
 	RoleGateway = "gateway"
@@ -14,7 +16,7 @@ const (
 )
 
 // AuditFile is the sidecar's audit log, in its output directory.
-const AuditFile = "mcp-sidecar-tool-calls.jsonl"
+const AuditFile = runs.FileAudit
 
 // Label keys carried by every resource, so gc can find what a dead run left.
 const (

@@ -15,25 +15,13 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
-// workloadFiles are copied from each role's output directory into the run
-// directory, under the same name.
-var workloadFiles = map[string][]string{
-	orchestrate.RoleGateway: {"egress-decisions.jsonl"},
-	orchestrate.RoleSidecar: {orchestrate.AuditFile},
-	orchestrate.RoleAgent:   {"answer.txt", "agent-turns.jsonl", "report.json", "status.ndjson", "done.json"},
-}
-
-// hardenReport is what each role writes about the layers it applied; it is
-// collected as <role>-harden-report.json.
-const hardenReport = "harden-report.json"
-
 // collect saves the workload's output and every container's logs. A file
 // the host refuses to copy (a planted link, a FIFO, too large) is recorded,
 // never followed.
 func (j *job) collect(ctx context.Context) error {
 	var errs []error
 	if j.running != nil {
-		errs = append(errs, j.writeArtifact("stdout.txt", j.stdout.Bytes()), j.writeArtifact("stderr.txt", j.stderr.Bytes()))
+		errs = append(errs, j.writeArtifact(runs.FileStdout, j.stdout.Bytes()), j.writeArtifact(runs.FileStderr, j.stderr.Bytes()))
 	}
 	var roles []string
 	for _, c := range j.sess.Containers {
@@ -49,7 +37,7 @@ func (j *job) collectRole(ctx context.Context, c *orchestrate.Container) error {
 	if role == orchestrate.RoleGateway && j.o.squid() {
 		return j.collectSquid(ctx, c)
 	}
-	for _, name := range workloadFiles[role] {
+	for _, name := range runs.RoleFiles[role] { // copied under the same name
 		data, err := j.dir.ReadOutput(role, name)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue
@@ -63,19 +51,19 @@ func (j *job) collectRole(ctx context.Context, c *orchestrate.Container) error {
 			return err
 		}
 	}
-	if data, err := j.dir.ReadOutput(role, hardenReport); err == nil {
-		if err := j.writeArtifact(role+"-"+hardenReport, data); err != nil {
+	if data, err := j.dir.ReadOutput(role, runs.FileHardenReport); err == nil {
+		if err := j.writeArtifact(runs.CollectedHardenReport(role), data); err != nil {
 			return err
 		}
 	}
 	switch role {
 	case orchestrate.RoleGateway:
-		return j.saveLogs(ctx, c, "gateway-logs.json", "", "", nil)
+		return j.saveLogs(ctx, c, runs.FileGatewayLogs, "", "", nil)
 	case orchestrate.RoleSidecar:
-		if err := j.saveLogs(ctx, c, "mcp-sidecar-logs.json", "mcp-sidecar-stdout.txt", "mcp-sidecar-stderr.txt", nil); err != nil {
+		if err := j.saveLogs(ctx, c, runs.FileSidecarLogs, runs.FileSidecarStdout, runs.FileSidecarStderr, nil); err != nil {
 			return err
 		}
-		return j.writeJSON("mcp-sidecar-metadata.json", j.containerRecord(c))
+		return j.writeJSON(runs.FileSidecarMetadata, j.containerRecord(c))
 	}
 	return nil
 }
@@ -187,7 +175,7 @@ func errText(err error, def string) string {
 
 // probeVerdict reads report.json: a violation anywhere is exit 4.
 func (j *job) probeVerdict() ([]runs.Check, error) {
-	path := filepath.Join(j.dir.Path, "report.json")
+	path := filepath.Join(j.dir.Path, runs.FileProbeReport)
 	r, err := probe.LoadReport(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = fmt.Errorf("the probe suite wrote no report (%s)", path)
@@ -199,7 +187,7 @@ func (j *job) probeVerdict() ([]runs.Check, error) {
 	n := r.Violations()
 	checks = append(checks, runs.Check{Name: "no isolation violation", OK: n == 0, Detail: fmt.Sprintf("%d violation(s)", n)})
 	if n > 0 {
-		return checks, exitcode.With(exitcode.Violation, fmt.Errorf("the probe suite found %d isolation violation(s); see %s", n, filepath.Join(j.dir.Path, "report.json")))
+		return checks, exitcode.With(exitcode.Violation, fmt.Errorf("the probe suite found %d isolation violation(s); see %s", n, filepath.Join(j.dir.Path, runs.FileProbeReport)))
 	}
 	return checks, nil
 }

@@ -176,7 +176,7 @@ func searchFile(p string, held []heldValue, longest int) ([]string, error) {
 // and none that it was injected.
 func (j *job) refusalsRecorded() runs.Check {
 	c := runs.Check{Name: checkRefusedSeen}
-	data, err := j.dir.ReadOutput(orchestrate.RoleGateway, "egress-decisions.jsonl")
+	data, err := j.dir.ReadOutput(orchestrate.RoleGateway, runs.FileDecisions)
 	if err != nil {
 		c.Detail = "reading the gateway's decision log: " + err.Error()
 		return c

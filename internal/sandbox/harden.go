@@ -72,7 +72,7 @@ func (j *job) recordHardening(roles []string) error {
 	if len(j.meta.Hardening) == 0 {
 		return nil
 	}
-	return j.replaceJSON("landlock-policy.json", j.landlockDoc())
+	return j.replaceJSON(runs.FileLandlockPolicy, j.landlockDoc())
 }
 
 func fillHardening(h *runs.RoleHardening, rep harden.Report) {

@@ -100,7 +100,7 @@ func (j *job) observeRole(role string) {
 	if c == nil || j.obs == nil || (role == orchestrate.RoleGateway && j.o.squid()) {
 		return
 	}
-	j.obs.watch(role, filepath.Join(j.dir.Path, role, hardenReport), c.Pid)
+	j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c.Pid)
 }
 
 // hardeningChecks are the verdict's checks of each role's hardening: its

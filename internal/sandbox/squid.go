@@ -83,14 +83,14 @@ func (j *job) collectSquid(ctx context.Context, c *orchestrate.Container) error 
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		j.artifactProblem(err)
 	}
-	if err := j.saveLogs(ctx, c, "gateway-logs.json", "", "", raw); err != nil {
+	if err := j.saveLogs(ctx, c, runs.FileGatewayLogs, "", "", raw); err != nil {
 		return err
 	}
 	lines, perr := squidDecisions(raw, j.dir.ID)
 	if perr != nil {
 		j.artifactProblem(fmt.Errorf("converting the Squid access log: %w", perr))
 	}
-	return j.writeArtifact("egress-decisions.jsonl", lines)
+	return j.writeArtifact(runs.FileDecisions, lines)
 }
 
 func (j *job) artifactProblem(err error) {

@@ -119,19 +119,19 @@ func (j *job) writeHostArtifacts() error {
 		name string
 		data any
 	}{
-		{"sandbox-spec.json", sandboxSpec},
-		{"resolved-profile.json", p},
-		{"landlock-policy.json", j.landlockDoc()},
-		{"config.json", j.probeContext()},
+		{runs.FileSandboxSpec, sandboxSpec},
+		{runs.FileResolvedProfile, p},
+		{runs.FileLandlockPolicy, j.landlockDoc()},
+		{runs.FileProbeConfig, j.probeContext()},
 	}
-	if err := j.writeArtifact("Dockerfile", j.image.Dockerfile); err != nil {
+	if err := j.writeArtifact(runs.FileDockerfile, j.image.Dockerfile); err != nil {
 		return err
 	}
-	if err := j.writeArtifact("seccomp-profile.json", p.SeccompProfile); err != nil {
+	if err := j.writeArtifact(runs.FileSeccompProfile, p.SeccompProfile); err != nil {
 		return err
 	}
 	if p.SquidConf != "" {
-		if err := j.writeArtifact("squid.conf", []byte(p.SquidConf)); err != nil {
+		if err := j.writeArtifact(runs.FileSquidConf, []byte(p.SquidConf)); err != nil {
 			return err
 		}
 	}
@@ -238,7 +238,7 @@ func (j *job) serviceStarted(ctx context.Context, role string, err error) error 
 		res.Error = err.Error()
 		err = fmt.Errorf("starting the %s: %w%s", role, err, j.logTail(ctx, role))
 	}
-	if werr := j.writeJSON(startResultsFile(role), []startResult{res}); werr != nil && err == nil {
+	if werr := j.writeJSON(runs.StartResultsFile(role), []startResult{res}); werr != nil && err == nil {
 		err = werr
 	}
 	return err
@@ -257,12 +257,6 @@ type startResult struct {
 	DurationMS float64           `json:"duration_ms"`
 }
 
-func startResultsFile(role string) string {
-	if role == orchestrate.RoleSidecar {
-		return "mcp-sidecar-start-results.json"
-	}
-	return role + "-start-results.json"
-}
 
 // logTail returns the last lines a failed container printed, so the
 // error says why it did not start.
