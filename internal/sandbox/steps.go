@@ -257,7 +257,6 @@ type startResult struct {
 	DurationMS float64           `json:"duration_ms"`
 }
 
-
 // logTail returns the last lines a failed container printed, so the
 // error says why it did not start.
 func (j *job) logTail(ctx context.Context, role string) string {
