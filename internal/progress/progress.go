@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -186,7 +187,7 @@ func (w *Watcher) line(src Source, raw []byte, n int) {
 	case timeline.KindToolCall, timeline.KindResourceRead:
 		w.hold(e, now, "tool", toolText(e))
 	case timeline.KindInvalidRequest:
-		w.hold(e, now, "sidecar", clean(e.Summary))
+		w.hold(e, now, "mcp", clean(e.Summary))
 	case timeline.KindAgentToolCall:
 		// A call the sidecar served has its own line (from the audit,
 		// which the workload does not write); the agent's record is shown
@@ -195,9 +196,9 @@ func (w *Watcher) line(src Source, raw []byte, n int) {
 			w.hold(e, now, "tool", fmt.Sprintf("%s refused by the agent: %s", clean(orDash(e.Name)), clean(orDash(e.Error))))
 		}
 	case timeline.KindAnswerSaved:
-		w.hold(e, now, "agent", "answer saved")
+		w.hold(e, now, "answer", "answer saved")
 	case timeline.KindAgentError:
-		w.hold(e, now, "agent", "error: "+clean(orDash(e.Error)))
+		w.hold(e, now, "error", "the agent stopped: "+clean(orDash(e.Error)))
 	}
 }
 
@@ -267,12 +268,18 @@ func (w *Watcher) hold(e timeline.Event, now time.Time, kind, text string) {
 // claimed in time.
 func (w *Watcher) flush(final bool) {
 	now := w.o.Now()
-	keep := w.held[:0]
+	var due, keep []heldLine
 	for _, h := range w.held {
 		if !final && now.Sub(h.at) < defaultLineGrace {
 			keep = append(keep, h)
-			continue
+		} else {
+			due = append(due, h)
 		}
+	}
+	// In the order they happened (the records of one poll come file by
+	// file): a turn, the tool it asked for, the next turn.
+	sort.SliceStable(due, func(i, j int) bool { return due[i].e.Time.Before(due[j].e.Time) })
+	for _, h := range due {
 		kind, text, _ := strings.Cut(h.text, "\x00")
 		if d := durText(h.e.DurationMS); d != "" {
 			text += "  " + d
@@ -392,6 +399,8 @@ func durText(ms float64) string {
 	switch {
 	case ms <= 0:
 		return ""
+	case ms < 1:
+		return "<1 ms"
 	case ms < 1000:
 		return fmt.Sprintf("%.0f ms", ms)
 	}

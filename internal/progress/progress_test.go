@@ -296,3 +296,21 @@ func TestWriteErrorStopsWriting(t *testing.T) {
 type failing struct{}
 
 func (failing) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+// TestLinesInTheOrderTheyHappened: records read in one poll come file by
+// file; the lines come in time order (turn, its tool, next turn).
+func TestLinesInTheOrderTheyHappened(t *testing.T) {
+	r := newRun(t)
+	r.turns(`{"time":"2026-12-02T04:00:01Z","turn":1,"kind":"model_request","tools_requested":["a"],"ok":true}` + "\n" +
+		`{"time":"2026-12-02T04:00:03Z","turn":2,"kind":"model_request","ok":true}` + "\n" +
+		`{"time":"2026-12-02T04:00:04Z","turn":2,"kind":"answer_saved","ok":true}` + "\n")
+	r.audit(`{"time":"2026-12-02T04:00:02Z","kind":"tools/call","name":"a","ok":true,"duration_ms":0.4}` + "\n")
+	got := r.settle(time.Second)
+	var kinds []string
+	for _, l := range strings.Split(strings.TrimSpace(got), "\n") {
+		kinds = append(kinds, strings.TrimSpace(l[1:10]))
+	}
+	if strings.Join(kinds, ",") != "model,tool,model,answer" || !strings.Contains(got, "a ok  <1 ms") {
+		t.Errorf("got:\n%s", got)
+	}
+}
