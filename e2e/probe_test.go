@@ -301,7 +301,8 @@ func TestProbeTestSandbox(t *testing.T) {
 	}
 	// The host holds a (fake) key: it goes to the gateway, and the probes
 	// must find only the placeholder in the sandbox.
-	base := runTestSandboxEnv(t, id, runsDir, []string{"OPENAI_API_KEY=" + probeFakeKey})
+	// With evidence kept, to see what G05 T05 found (redacted as always).
+	base := runTestSandboxEnv(t, id, runsDir, []string{"OPENAI_API_KEY=" + probeFakeKey}, "--serialize-evidence")
 	shell := runTestSandbox(t, id, runsDir, "--spec", shellSpec)
 	RequireNothingLeft(t, label)
 
@@ -319,6 +320,9 @@ func TestProbeTestSandbox(t *testing.T) {
 		if c := base.Find(g, p); c == nil || c.Verdict != probe.Pass || c.Tool.Outcome != probe.Denied {
 			t.Errorf("default spec: %s: %+v, want pass (Denied: only the placeholder)", key, c)
 		}
+	}
+	if c := base.Find("G40", "T19"); c != nil {
+		t.Logf("G40/T19 in the sandbox: %s (%s)", c.Tool.Summary, c.Tool.Evidence)
 	}
 	if c := base.Find("G05", "T05"); c == nil || !strings.Contains(c.Tool.Evidence, "OPENAI_API_KEY holds the run's placeholder") {
 		t.Errorf("G05/T05 evidence %+v, want the placeholder named", c)
