@@ -1,0 +1,75 @@
+package contract
+
+import (
+	"encoding/json"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The import rules, in the style of tailscale's deps_test.go: what runs
+// inside a container must not carry the host's Docker machinery, and the
+// contract packages that both sides import stay small.
+
+const module = "github.com/mcpsidecar/mcpsidecar/"
+
+// rolePackages run inside the sandbox's containers.
+var rolePackages = []string{"agent", "sidecar", "egress", "probe", "harden", "launcher", "netpolicy", "hold", "mcppin"}
+
+// notInRoles are the host's: the Docker SDK and what drives it.
+var notInRoles = []string{
+	module + "internal/dockerx", module + "internal/orchestrate", module + "internal/sandbox", module + "internal/cli",
+	module + "internal/timeline", "github.com/moby/moby/client", "github.com/docker/docker",
+}
+
+// deps lists the packages pkg imports, directly or not (go list -deps).
+func deps(t *testing.T, pkg string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", "-json=ImportPath", module+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list -deps %s: %v", pkg, err)
+	}
+	var list []string
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for dec.More() {
+		var p struct{ ImportPath string }
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		list = append(list, p.ImportPath)
+	}
+	return list
+}
+
+func TestRolesDoNotImportTheHost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, role := range rolePackages {
+		t.Run(role, func(t *testing.T) {
+			for _, d := range deps(t, "internal/"+role) {
+				for _, bad := range notInRoles {
+					if d == bad || strings.HasPrefix(d, bad+"/") {
+						t.Errorf("internal/%s imports %s (host side)", role, d)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestContractPackagesStaySmall: the homes of the shared names (runs,
+// hold, exitcode) are imported by roles and host alike, so they import no
+// other package of this module beyond termtext.
+func TestContractPackagesStaySmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs go list")
+	}
+	for _, pkg := range []string{"internal/runs", "internal/hold", "internal/exitcode"} {
+		for _, d := range deps(t, pkg) {
+			if strings.HasPrefix(d, module) && d != module+pkg && d != module+"internal/termtext" {
+				t.Errorf("%s imports %s", pkg, d)
+			}
+		}
+	}
+}
