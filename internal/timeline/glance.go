@@ -175,7 +175,11 @@ func (t *Timeline) Headline() Headline {
 		}
 	case "run":
 		s := t.Stats()
-		sentence := fmt.Sprintf("The agent answered after %s and %s, and all %d verdict checks passed", plural(s.ModelRequests, "model request"), plural(s.ToolCalls, "tool call"), n)
+		calls := plural(s.ToolCalls, "tool call")
+		if s.ResourceReads > 0 {
+			calls += " and " + plural(s.ResourceReads, "resource read")
+		}
+		sentence := fmt.Sprintf("The agent answered after %s, %s, and all %d verdict checks passed", plural(s.ModelRequests, "model request"), calls, n)
 		if d := t.Denials(); len(d.Unexpected) > 0 {
 			sentence += fmt.Sprintf("; the gateway refused %s the spec does not allow (%s)", plural(d.UnexpectedCount(), "request"), d.Unexpected[0].Target)
 		}
