@@ -209,7 +209,7 @@ func (s *credentialScan) note(n string) {
 // result is Allowed when a credential was found (the workload can read
 // it), Denied otherwise; evidence names places and shapes, never values.
 func (s *credentialScan) result(searched string) Result {
-	notes := "no credential variable"
+	notes := "no credential variable seen"
 	if len(s.notes) > 0 {
 		notes = strings.Join(s.notes, "; ")
 	}
