@@ -168,6 +168,16 @@ func (b *builder) audit(line []byte, n int) error {
 		// (unparsable JSON, oversized body): worth a reviewer's eye.
 		e.Kind, e.OK = KindInvalidRequest, false
 		e.Summary = "invalid MCP request refused: " + orDash(l.Error)
+	case "pin_check":
+		// A declared MCP server's tool definitions checked at connect:
+		// a drift (refused, or allowed with a warning) is in Error.
+		e.Kind = KindPinCheck
+		e.Summary = "MCP server " + orDash(l.Name) + " tool definitions: " + orDash(l.ResultPreview)
+		if !e.OK {
+			e.Summary = "MCP server " + orDash(l.Name) + " refused: " + orDash(l.Error)
+		}
+		b.add(e)
+		return nil
 	default:
 		return fmt.Errorf("unknown kind %q", l.Kind)
 	}

@@ -33,6 +33,7 @@ const (
 	KindResourceRead   = "resource_read"   // sidecar: resources/read
 	KindEgress         = "egress"          // gateway: one allow/deny decision
 	KindInvalidRequest = "invalid_request" // sidecar: a request refused before its method was known
+	KindPinCheck       = "pin_check"       // sidecar: a declared MCP server's tools compared with the pin at connect
 )
 
 // How a child event was linked to its parent.
