@@ -335,3 +335,29 @@ func TestCredentialListenerReusesUpstream(t *testing.T) {
 		t.Errorf("the model accepted %d connections for 5 requests, want 1 (2 at most)", n)
 	}
 }
+
+// TestUpgradeRefusedOnKeptAliveConnection: an upgrade asked for on a
+// connection that already carried an allowed request is refused like any
+// other, with its own line, and the connection ends.
+func TestUpgradeRefusedOnKeptAliveConnection(t *testing.T) {
+	up := startCountingUpstream(t, "127.0.0.1", 0)
+	h := startGateway(t, testConfig(true, up.port), newResolver(map[string]string{"ws.allowed.test": "127.0.0.1"}), true)
+	req := fmt.Sprintf("GET http://ws.allowed.test:%d/ HTTP/1.1\r\nHost: ws.allowed.test:%d\r\n", up.port, up.port)
+	resp, body, c, _ := h.raw(req + "\r\n")
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("first answer %d %q close %v", resp.StatusCode, body, resp.Close)
+	}
+	resp, body, _, br := h.rawOn(c, req+"Connection: Upgrade\r\nUpgrade: websocket\r\n\r\n")
+	if resp.StatusCode != 403 || !strings.Contains(body, "protocol upgrade") || !resp.Close {
+		t.Errorf("upgrade answered %d %q close %v, want 403 closing", resp.StatusCode, body, resp.Close)
+	}
+	if rest, _ := io.ReadAll(br); len(rest) != 0 {
+		t.Errorf("the gateway kept talking: %q", rest)
+	}
+	if ds := h.waitDecisions(2); ds[0].Decision != Allow || ds[1].Decision != Deny {
+		t.Errorf("decisions %+v", ds)
+	}
+	if up.requests() != 1 {
+		t.Errorf("the upstream got %d requests, want 1", up.requests())
+	}
+}
