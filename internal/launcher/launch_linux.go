@@ -193,7 +193,12 @@ func supervise(o Options, planned Planned) error {
 		cmd.Wait()
 		return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("launch: hardening the supervisor: %w", err)}
 	}
-	go answerExecs(listener, o.Stderr)
+	go answerExecs(listener, o.Stderr) // before the ack: the child's execve follows it
+	if _, err := parent.Write([]byte{1}); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: confirming to the workload stage: %w", err)}
+	}
 	if code := exitCode(cmd.Wait()); code != 0 {
 		return &ExitError{Code: code}
 	}
@@ -316,15 +321,21 @@ func stageTwo(o Options, getenv func(string) string, fdStr string) error {
 		rep.Layers = append(rep.Layers, harden.LayerStatus{Name: harden.LayerNoSpawn, Required: true, Enforced: true,
 			Detail: "launcher supervisor: the workload's own execve only; every later execve and execveat refused (seccomp user notification), the execute right only on the program and its interpreters (Landlock)"})
 		rep.DeniedSyscalls = append(rep.DeniedSyscalls, "execve/execveat after the workload's own (supervisor)")
+		// Hand the notifier over and wait until the supervisor has
+		// hardened itself: the report, once written, describes both.
+		if err := unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(listener), nil, 0); err != nil {
+			return fmt.Errorf("handing the notifier to the supervisor: %w", err)
+		}
+		unix.Close(listener)
+		ack := make([]byte, 1)
+		if n, err := sock.Read(ack); n != 1 || ack[0] != 1 {
+			return fmt.Errorf("the supervisor did not confirm its own hardening (%v)", err)
+		}
 		return nil
 	}
 	if err := applyAndReport(o, planned.Policy); err != nil {
 		return err
 	}
-	if err := unix.Sendmsg(int(sock.Fd()), []byte{0}, unix.UnixRights(listener), nil, 0); err != nil {
-		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: handing the notifier to the supervisor: %w", err)}
-	}
-	unix.Close(listener)
 	sock.Close()
 	return execWorkload(planned, o.Environ)
 }
