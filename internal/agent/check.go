@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/enginever"
 )
 
 // ProbeURL is what the connectivity check asks the gateway for. The
@@ -171,27 +173,16 @@ func checkNoRoute(v4, v6, engine string) Check {
 	switch {
 	case len(found) == 0:
 		c.OK, c.Detail = true, "no default route (IPv4, IPv6)"
-	case engineMajor(engine) > 0 && engineMajor(engine) < 25:
+	case enginever.Before(engine, enginever.RouteFixed):
 		c.OK = true
-		c.Detail = fmt.Sprintf("default route via %s: Docker Engine %s (< 25) gives --internal networks a gateway; the host's isolation rules drop what it forwards (not verifiable from inside)",
-			strings.Join(found, ", "), engine)
+		c.Detail = fmt.Sprintf("default route via %s: Docker Engine %s (< %d) gives --internal networks a gateway; the host's isolation rules drop what it forwards (not verifiable from inside)",
+			strings.Join(found, ", "), engine, enginever.RouteFixed)
 	case engine == "":
 		c.Detail = "default route via " + strings.Join(found, ", ") + " (engine version unknown: the harness sets " + EnvEngineVersion + "; engines before 25 route --internal networks to the bridge)"
 	default:
 		c.Detail = "default route via " + strings.Join(found, ", ")
 	}
 	return c
-}
-
-// engineMajor reads the major version of an engine version such as
-// "20.10.24+dfsg1"; 0 when unknown.
-func engineMajor(v string) int {
-	head, _, _ := strings.Cut(v, ".")
-	n, err := strconv.Atoi(head)
-	if err != nil || n < 0 {
-		return 0
-	}
-	return n
 }
 
 func readRoutes(path string, parse func(io.Reader) ([]string, error)) ([]string, error) {

@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/enginever"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
@@ -46,8 +47,7 @@ func (j *job) checkVerdict() []runs.Check {
 }
 
 func (j *job) oldEngine() bool {
-	major, err := engineMajor(j.meta.Engine.Version)
-	return err == nil && major < minEngineMajor
+	return enginever.Before(j.meta.Engine.Version, minEngineMajor)
 }
 
 // parseCheckTable reads "CHECK  RESULT  DETAIL" rows (columns separated by

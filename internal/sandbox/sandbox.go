@@ -11,13 +11,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/enginever"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -26,8 +26,8 @@ import (
 )
 
 // minEngineMajor is the oldest Docker Engine that keeps containers on
-// --internal networks from resolving external names.
-const minEngineMajor = 26
+// --internal networks from resolving external names (internal/enginever).
+const minEngineMajor = enginever.Min
 
 // teardownTimeout bounds removing a run's containers and networks. With 32
 // runs ending together on two cores, Engine 20.10 took over two minutes to
@@ -261,7 +261,7 @@ func (j *job) preflight(ctx context.Context) error {
 // checkEngine refuses engines older than 26 unless the user accepts the
 // degradation explicitly; the plan's DNS isolation still applies.
 func (j *job) checkEngine(v dockerx.EngineVersion) error {
-	major, err := engineMajor(v.Version)
+	major, err := enginever.Major(v.Version)
 	if err != nil {
 		return exitcode.With(exitcode.Unavailable, err)
 	}
@@ -574,15 +574,4 @@ func extraLabels(raw string) (map[string]string, error) {
 		out[k] = v
 	}
 	return out, nil
-}
-
-// engineMajor reads the major version of an engine version string such as
-// "20.10.24+dfsg1" or "27.3.1".
-func engineMajor(v string) (int, error) {
-	head, _, _ := strings.Cut(v, ".")
-	n, err := strconv.Atoi(head)
-	if err != nil {
-		return 0, fmt.Errorf("reading engine version %q: %w", v, err)
-	}
-	return n, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
@@ -161,6 +162,10 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
 	}
 	agentEnv = append(agentEnv, creds.Agent...)
+	if v := j.meta.Engine.Version; v != "" {
+		// agent --check judges a default route by the engine's version.
+		agentEnv = append(agentEnv, dockerx.EnvVar{Name: agent.EnvEngineVersion, Value: v})
+	}
 	if j.o.Question != "" {
 		agentEnv = append(agentEnv, dockerx.EnvVar{Name: orchestrate.EnvQuestion, Value: j.o.Question})
 	}
