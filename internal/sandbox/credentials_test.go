@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
@@ -152,5 +153,16 @@ func TestRefusalsRecorded(t *testing.T) {
 				t.Errorf("got %+v, want ok=%v", c, tt.wantOK)
 			}
 		})
+	}
+}
+
+// TestPlaceholderContract: the harness writes the placeholder, the probe
+// recognises it by shape alone; a renamed prefix or a new length on either
+// side fails here.
+func TestPlaceholderContract(t *testing.T) {
+	for range 100 {
+		if p := orchestrate.NewPlaceholder(); !probe.IsPlaceholder(p) {
+			t.Fatalf("probe.IsPlaceholder(%q) = false for the harness's placeholder", p)
+		}
 	}
 }
