@@ -33,7 +33,8 @@ import (
 // PlaceholderPrefix starts every run's credential placeholder; the rest
 // is [placeholderHexLen] lower-case hex digits. The harness
 // (orchestrate.NewPlaceholder) writes it; the probe recognises it without
-// importing the harness (a probe must not share code with what it checks).
+// importing the harness (a probe must not share code with what it checks);
+// internal/sandbox's TestPlaceholderContract holds the two together.
 const PlaceholderPrefix = "mcpsidecar-placeholder-"
 
 const placeholderHexLen = 48
