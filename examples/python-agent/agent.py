@@ -213,7 +213,8 @@ def main():
     if answer is None:
         log("the model never saved an answer")
         return 1
-    print(answer)
+    # The answer exactly as saved: one final newline, not two.
+    print(answer, end="" if answer.endswith("\n") else "\n")
     return 0
 
 
