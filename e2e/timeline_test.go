@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"html"
 	"image"
 	"image/png"
 	"os"
@@ -76,7 +77,7 @@ func runChromium(t *testing.T, bin, url string, extra ...string) (string, []stri
 // script), and that a screenshot is produced.
 func TestReportRendersInChromium(t *testing.T) {
 	bin := findChromium(t)
-	for _, run := range []string{"basic", "probe", "crash"} {
+	for _, run := range []string{"basic", "probe", "crash", "doctor", "testsandbox", "unreachable"} {
 		t.Run(run, func(t *testing.T) {
 			dir := t.TempDir()
 			if err := os.CopyFS(dir, os.DirFS(filepath.Join("..", "internal", "timeline", "testdata", "runs", run))); err != nil {
@@ -93,10 +94,14 @@ func TestReportRendersInChromium(t *testing.T) {
 			if len(console) > 0 {
 				t.Errorf("console messages:\n%s", strings.Join(console, "\n"))
 			}
-			for _, want := range []string{`data-report-ready="1"`, `class="js"`, `id="timeline"`, `id="topology"`} {
+			for _, want := range []string{`data-report-ready="1"`, `class="js"`, `id="timeline"`, `id="topology"`, `id="hardening"`, `id="softenings"`} {
 				if !strings.Contains(dom, want) {
 					t.Errorf("rendered DOM lacks %s", want)
 				}
+			}
+			checkVerdictSentence(t, run, dom)
+			if run == "probe" || run == "testsandbox" {
+				checkProbeFilter(t, bin, url, run)
 			}
 			shot := filepath.Join(dir, "report.png")
 			_, console = runChromium(t, bin, url, "--screenshot="+shot, "--window-size=1280,2400", "--hide-scrollbars")
@@ -107,6 +112,12 @@ func TestReportRendersInChromium(t *testing.T) {
 			if out := os.Getenv("MCPSIDECAR_REPORT_SCREENSHOT"); out != "" && run == "basic" {
 				data, _ := os.ReadFile(shot)
 				if err := os.WriteFile(out, data, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if dir := os.Getenv("MCPSIDECAR_REPORT_SCREENSHOTS"); dir != "" {
+				data, _ := os.ReadFile(shot)
+				if err := os.WriteFile(filepath.Join(dir, "report-"+run+".png"), data, 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -185,4 +196,61 @@ func checkTimelineLinksSearch(t *testing.T, runDir, learnHost string) {
 		return
 	}
 	t.Errorf("timeline.jsonl has no microsoft_code_sample_search tool call")
+}
+
+// verdictSentences are the first things a reviewer reads, per recorded run.
+var verdictSentences = map[string]string{
+	"basic":       "The agent answered after 2 model requests, 3 tool calls and 1 resource read, and all 2 verdict checks passed; the gateway refused 2 requests the spec does not allow (CONNECT exfil.example:443).",
+	"crash":       "The agent container ran out of memory and was killed (exit 137, peak 512.0MiB).",
+	"doctor":      "The sandbox works end to end: all 12 checks passed.",
+	"testsandbox": "No isolation violation: 47 probes ran from inside the sandbox, 40 passed and 7 could not be tested here (unsupported).",
+	"unreachable": "The model endpoint was unreachable: the gateway refused api.example.com:443: host api.example.com is not in allowed_domains.",
+	"probe":       "1 isolation violation: P12 Cloud metadata address",
+}
+
+// checkVerdictSentence: the rendered page opens with the verdict's reason
+// in one sentence.
+func checkVerdictSentence(t *testing.T, run, dom string) {
+	t.Helper()
+	m := regexp.MustCompile(`(?s)id="verdict-sentence"><span class="mark">[^<]*</span>(.*?)</p>`).FindStringSubmatch(dom)
+	if m == nil {
+		t.Fatal("rendered DOM has no verdict sentence")
+	}
+	got := html.UnescapeString(m[1])
+	if want := verdictSentences[run]; !strings.HasPrefix(got, want) {
+		t.Errorf("verdict sentence %q, want %q", got, want)
+	}
+	// Above the fold: the sentence comes before the hardening, the
+	// softenings and everything else.
+	if i, j := strings.Index(dom, `id="verdict-sentence"`), strings.Index(dom, `id="hardening"`); i < 0 || j < i {
+		t.Error("the verdict sentence does not come first")
+	}
+}
+
+// checkProbeFilter opens the report with each verdict filter picked (by
+// the address: report.html#probes=VERDICT) and reads how many probe rows
+// the browser shows: the filter is CSS, the count is what the browser
+// computed.
+func checkProbeFilter(t *testing.T, bin, url, run string) {
+	t.Helper()
+	want := map[string]map[string]string{
+		// Opens on the violations when there are any, else on all.
+		"probe":       {"": "showing 1 of 7 probes", "all": "showing 7 of 7 probes"},
+		"testsandbox": {"": "showing 47 of 47 probes", "pass": "showing 40 of 47 probes", "violation": "showing 0 of 47 probes"},
+	}[run]
+	status := regexp.MustCompile(`id="pf-status"[^>]*>([^<]*)<`)
+	for filter := range want {
+		u := url
+		if filter != "" {
+			u += "#probes=" + filter
+		}
+		dom, console := runChromium(t, bin, u, "--dump-dom")
+		if len(console) > 0 {
+			t.Errorf("filter %q: console messages:\n%s", filter, strings.Join(console, "\n"))
+		}
+		m := status.FindStringSubmatch(dom)
+		if m == nil || m[1] != want[filter] {
+			t.Errorf("filter %q: status %v, want %q", filter, m, want[filter])
+		}
+	}
 }
