@@ -59,13 +59,13 @@ func TestRolesDoNotImportTheHost(t *testing.T) {
 }
 
 // TestContractPackagesStaySmall: the homes of the shared names (runs,
-// hold, exitcode, enginever) are imported by roles and host alike, so they import no
+// hold, exitcode, enginever, trace) are imported by roles and host alike, so they import no
 // other package of this module beyond termtext.
 func TestContractPackagesStaySmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	for _, pkg := range []string{"internal/runs", "internal/hold", "internal/exitcode", "internal/enginever"} {
+	for _, pkg := range []string{"internal/runs", "internal/hold", "internal/exitcode", "internal/enginever", "internal/trace"} {
 		for _, d := range deps(t, pkg) {
 			if strings.HasPrefix(d, module) && d != module+pkg && d != module+"internal/termtext" {
 				t.Errorf("%s imports %s", pkg, d)
