@@ -91,7 +91,7 @@ func TestTraceID(t *testing.T) {
 		want string
 	}{
 		{"valid", []string{testTraceparent}, testTraceID},
-		{"upper case", []string{strings.ToUpper(testTraceparent)}, testTraceID},
+		{"upper case", []string{strings.ToUpper(testTraceparent)}, ""}, // invalid under the W3C rule (internal/trace)
 		{"first wins", []string{testTraceparent, "00-11111111111111111111111111111111-b7ad6b7169203331-01"}, testTraceID},
 		{"none", nil, ""},
 		{"empty", []string{""}, ""},
