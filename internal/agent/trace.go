@@ -2,10 +2,10 @@ package agent
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"net/http"
 	"net/url"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/trace"
 )
 
 // traceKey carries the W3C trace-id of the current model request or tool
@@ -13,15 +13,7 @@ import (
 type traceKey struct{}
 
 // newTraceID returns 32 lower-case hex digits, never all zero.
-func newTraceID() string {
-	var b [16]byte
-	for {
-		rand.Read(b[:])
-		if b != ([16]byte{}) {
-			return hex.EncodeToString(b[:])
-		}
-	}
-}
+func newTraceID() string { return trace.NewID() }
 
 // withTrace returns ctx carrying id.
 func withTrace(ctx context.Context, id string) context.Context {
@@ -35,15 +27,8 @@ func traceFrom(ctx context.Context) string {
 }
 
 // traceparent formats a W3C traceparent header (version 00, sampled) for id
-// with a fresh span id.
-func traceparent(id string) string {
-	var span [8]byte
-	rand.Read(span[:])
-	if span == ([8]byte{}) {
-		span[7] = 1
-	}
-	return "00-" + id + "-" + hex.EncodeToString(span[:]) + "-01"
-}
+// with a fresh span id (internal/trace).
+func traceparent(id string) string { return trace.Parent(id) }
 
 // traceTransport sets traceparent on every request whose context carries a
 // trace-id, so the sidecar and the gateway can join their records to the
