@@ -144,7 +144,7 @@ func TestRefusalsRecorded(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if err := os.WriteFile(filepath.Join(j.dir.Path, orchestrate.RoleGateway, "egress-decisions.jsonl"), b.Bytes(), 0o644); err != nil {
+				if err := os.WriteFile(filepath.Join(j.dir.Path, orchestrate.RoleGateway, runs.FileDecisions), b.Bytes(), 0o644); err != nil {
 					t.Fatal(err)
 				}
 			}
