@@ -2,37 +2,18 @@ package spec
 
 import (
 	"errors"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
-// golden compares got with the file at path, or rewrites it with -update.
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
+// golden compares got with the file at path, or rewrites it with -update
+// (internal/testutil).
+func golden(t *testing.T, path string, got []byte) { t.Helper(); testutil.Golden(t, path, got) }
 
 // TestInvalidSpecs loads one file per failure mode; the golden file next
 // to it holds every expected problem line.
