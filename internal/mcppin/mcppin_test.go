@@ -1,33 +1,19 @@
 package mcppin
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
-
-func golden(t *testing.T, path string, got []byte) {
-	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
+// golden compares got with the file at path, or rewrites it with -update
+// (internal/testutil).
+func golden(t *testing.T, path string, got []byte) { t.Helper(); testutil.Golden(t, path, got) }
 
 func mustTool(t *testing.T, name, desc, schema string) Tool {
 	t.Helper()
