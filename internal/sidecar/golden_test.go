@@ -3,16 +3,13 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
+)
 
 // TestToolsListGolden pins what the sidecar advertises (tool names,
 // descriptions, input schemas, the resource): the agent and any MCP client
@@ -47,17 +44,5 @@ func TestToolsListGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = append(got, '\n')
-	path := filepath.Join("testdata", "surface.golden.json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("advertised surface mismatch (-want +got):\n%s", diff)
-	}
+	testutil.Golden(t, filepath.Join("testdata", "surface.golden.json"), got) // the advertised surface
 }
