@@ -60,12 +60,12 @@ func main() {
 }
 `
 
-// redteamImage builds the attacking workload into a FROM-scratch image
+// redteamImage builds the attacking workload src into a FROM-scratch image
 // with the given extra Dockerfile lines and returns its tag.
-func redteamImage(t *testing.T, tag string, extra ...string) string {
+func redteamImage(t *testing.T, tag, src string, extra ...string) string {
 	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(redteamWorkloadSrc), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module redteam\n\ngo 1.22\n"), 0o644); err != nil {
@@ -130,7 +130,7 @@ func redteamRun(t *testing.T, img string) (int, string, string) {
 // FINDING (fails on the code it was written against): expected the
 // second program refused (or the run refused), got it run and exit 0.
 func TestRedteamImageEnvGrantsShellAccess(t *testing.T) {
-	img := redteamImage(t, "shellenv", "ENV MCPSIDECAR_LAUNCH_SHELL_ACCESS=1", "ENV RT_FORGE_REPORT=1")
+	img := redteamImage(t, "shellenv", redteamWorkloadSrc, "ENV MCPSIDECAR_LAUNCH_SHELL_ACCESS=1", "ENV RT_FORGE_REPORT=1")
 	code, stdout, stderr := redteamRun(t, img)
 	if strings.Contains(stdout, "REDTEAM-SECOND-PROGRAM-RAN") || strings.Contains(stderr, "REDTEAM-SECOND-PROGRAM-RAN") {
 		t.Errorf("a workload image with ENV MCPSIDECAR_LAUNCH_SHELL_ACCESS=1 started a second program under a spec without shell_access (run exit %d)\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
@@ -143,7 +143,7 @@ func TestRedteamImageEnvGrantsShellAccess(t *testing.T) {
 // TestRedteamImageNoSpawnControl is the control: the same image without
 // the ENV line has its second program refused.
 func TestRedteamImageNoSpawnControl(t *testing.T) {
-	img := redteamImage(t, "control")
+	img := redteamImage(t, "control", redteamWorkloadSrc)
 	_, stdout, stderr := redteamRun(t, img)
 	if strings.Contains(stdout+stderr, "REDTEAM-SECOND-PROGRAM-RAN") {
 		t.Fatalf("the second program ran without any trick\nstdout:\n%s\nstderr:\n%s", stdout, stderr)
