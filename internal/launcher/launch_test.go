@@ -238,7 +238,7 @@ func TestLaunchOwnCommandOnly(t *testing.T) {
 	l := launch(t, false, work, allowedPort, py, "-c", attempts,
 		"connect:"+strconv.Itoa(allowedPort), "connect:"+strconv.Itoa(otherPort),
 		"write:"+filepath.Join(work, "answer.txt"), "write:/etc/mcpsidecar-launcher-test", "write:"+filepath.Dir(py)+"/x",
-		"read:/etc/hostname", "ctypes:",
+		"read:/etc/hostname", "read:/var/lib/dpkg/status", "ctypes:",
 		"execv:/bin/sh -c true", "execv:"+py+" -c pass", "execv:"+ld+" /bin/sh -c true",
 		"spawn:/bin/true", "write-exec:")
 	got := parseAttempts(t, l)
@@ -247,7 +247,7 @@ func TestLaunchOwnCommandOnly(t *testing.T) {
 	}
 	expect(t, got,
 		[]string{"connect:" + strconv.Itoa(allowedPort), "write:" + filepath.Join(work, "answer.txt"), "read:/etc/hostname", "ctypes:"},
-		[]string{"connect:" + strconv.Itoa(otherPort), "write:/etc/mcpsidecar-launcher-test", "write:" + filepath.Dir(py) + "/x",
+		[]string{"connect:" + strconv.Itoa(otherPort), "write:/etc/mcpsidecar-launcher-test", "read:/var/lib/dpkg/status", "write:" + filepath.Dir(py) + "/x",
 			"execv:/bin/sh -c true", "execv:" + py + " -c pass", "execv:" + ld + " /bin/sh -c true", "spawn:/bin/true", "write-exec:"})
 	if !strings.Contains(l.stderr, "refused a program start") {
 		t.Errorf("the supervisor did not log its refusals:\n%s", l.stderr)

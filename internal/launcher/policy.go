@@ -49,6 +49,12 @@ const (
 // workload's environment sets none.
 const DefaultPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
+// hiddenInImage are parts of an image's tree never granted, not even for
+// reading: the package databases, which list every installed program and
+// version (an inventory for an attacker, probe G19 T02) and which no
+// workload needs at run time.
+var hiddenInImage = []string{"/var/lib/dpkg", "/var/lib/apt", "/var/lib/rpm", "/var/lib/dnf", "/lib/apk/db", "/var/cache/apt"}
+
 // notImage are the top-level directories that are not the image's tree:
 // kernel interfaces (granted file by file, or read-only like /proc, by
 // the role policy) and the writable mounts.
@@ -177,10 +183,34 @@ func imageTree(root string, writable []string, self string) ([]string, error) {
 			}
 		}
 		if !skip {
-			dirs = append(dirs, p)
+			dirs = append(dirs, split(root, p)...)
 		}
 	}
 	return dirs, nil
+}
+
+// split returns dir, or, when a hidden path lies below it, the
+// directories below dir that hold no hidden path (recursively), so a rule
+// never covers a hidden one. Files directly in a split directory are left
+// out: the images seen hold none a workload reads (/var, /var/lib).
+func split(root, dir string) []string {
+	if slices.Contains(hiddenInImage, dir) {
+		return nil
+	}
+	if !slices.ContainsFunc(hiddenInImage, func(h string) bool { return within(h, dir) }) {
+		return []string{dir}
+	}
+	entries, err := os.ReadDir(filepath.Join(root, dir))
+	if err != nil {
+		return nil // unreadable: grant nothing
+	}
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, split(root, path.Join(dir, e.Name()))...)
+		}
+	}
+	return out
 }
 
 // lookPath resolves name like execvp: an absolute path as is, a bare name

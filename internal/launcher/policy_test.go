@@ -30,7 +30,8 @@ func basePolicy(writable ...string) harden.Policy {
 func fakeImage(t *testing.T) string {
 	t.Helper()
 	root := t.TempDir()
-	for _, d := range []string{"usr/bin", "usr/lib", "etc", "proc", "dev", "sys", "tmp", "sandbox-work", "sandbox-output", "opt/app", ".mcpsidecar"} {
+	for _, d := range []string{"usr/bin", "usr/lib", "etc", "proc", "dev", "sys", "tmp", "sandbox-work", "sandbox-output", "opt/app", ".mcpsidecar",
+		"var/lib/dpkg/info", "var/lib/misc", "var/log"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -76,7 +77,8 @@ func TestPlanOwnCommandOnly(t *testing.T) {
 	want := basePolicy(writable...)
 	want.Role = Role
 	want.NoSpawn = false // replaced by the Landlock execute right and the one-execve supervisor
-	want.Landlock.ReadOnlyDirs = []string{"/proc", "/etc", "/opt", "/usr"}
+	// /var is split so the package database (/var/lib/dpkg) is in no rule.
+	want.Landlock.ReadOnlyDirs = []string{"/proc", "/etc", "/opt", "/usr", "/var/lib/misc", "/var/log"}
 	want.Landlock.ExecFiles = []string{"/usr/bin/prog", "/lib64/ld-linux-x86-64.so.2"}
 	if diff := cmp.Diff(want, got.Policy); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
@@ -95,7 +97,7 @@ func TestPlanShellAccess(t *testing.T) {
 	l := got.Policy.Landlock
 	// The image's tree may run; the writable directories, the kernel
 	// interfaces and the launcher are not in it.
-	if !cmp.Equal(l.ExecDirs, []string{"/etc", "/opt", "/usr"}) || l.ExecFiles != nil {
+	if !cmp.Equal(l.ExecDirs, []string{"/etc", "/opt", "/usr", "/var/lib/misc", "/var/log"}) || l.ExecFiles != nil {
 		t.Errorf("exec dirs %q, exec files %q", l.ExecDirs, l.ExecFiles)
 	}
 	if !cmp.Equal(l.ReadOnlyDirs, []string{"/proc"}) || !cmp.Equal(l.ReadWriteDirs, writable) {
