@@ -1,0 +1,108 @@
+//go:build docker
+
+package e2e
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRedteamCredentialTraceReflectsKey: the credential listener forwards
+// any method, TRACE included, adding the real key; an upstream that
+// answers TRACE as RFC 9110 says (echoing the request it received) hands
+// the key back to the sandbox. No API client needs TRACE.
+//
+// The gateway runs on the host (no container), its credential host a
+// loopback server that answers TRACE by echoing the request.
+//
+// FINDING (fails on the code it was written against): expected TRACE
+// refused on the credential listener (or the key kept out of the
+// answer), got the real key in the response body.
+func TestRedteamCredentialTraceReflectsKey(t *testing.T) {
+	bin := os.Getenv("MCPSIDECAR_BIN")
+	if bin == "" {
+		t.Skip("MCPSIDECAR_BIN is not set")
+	}
+	up, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodTrace {
+			w.Header().Set("Content-Type", "message/http")
+			fmt.Fprintf(w, "%s %s %s\r\n", r.Method, r.RequestURI, r.Proto)
+			r.Header.Write(w)
+			return
+		}
+		io.WriteString(w, "ok\n")
+	})}
+	go srv.Serve(up)
+	t.Cleanup(func() { srv.Close() })
+	upPort := up.Addr().(*net.TCPAddr).Port
+
+	dir := t.TempDir()
+	policy := fmt.Sprintf(`{"schema":"mcpsidecar.gateway-policy/v1","allowed_domains":[],"allowed_ip_addresses":["127.0.0.1/32"],"http_ports":[%d],"connect_ports":[%d]}`, upPort, upPort)
+	if err := os.WriteFile(filepath.Join(dir, "policy.json"), []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ph := make([]byte, 24)
+	rand.Read(ph)
+	placeholder := "mcpsidecar-placeholder-" + hex.EncodeToString(ph)
+	const key = "sk-redteam-trace-0123456789abcdef0123456789"
+	listen, cred := redteamFreeAddr(t), redteamFreeAddr(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	gw := exec.CommandContext(ctx, bin, "gateway", "--policy", filepath.Join(dir, "policy.json"), "--listen", listen,
+		"--credential-listen", cred, "--decision-log", filepath.Join(dir, "decisions.jsonl"))
+	gw.Env = append(os.Environ(),
+		fmt.Sprintf(`MCPSIDECAR_GATEWAY_CREDENTIALS=[{"host":"127.0.0.1","port":%d,"scheme":"http","header":"Authorization","format":"Bearer {value}","from_env":"REDTEAM_KEY"}]`, upPort),
+		"REDTEAM_KEY="+key, "MCPSIDECAR_CREDENTIAL_PLACEHOLDER="+placeholder)
+	gw.Stderr = os.Stderr
+	if err := gw.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); gw.Wait() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if r, err := http.Get("http://" + cred + "/healthz"); err == nil {
+			r.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("credential listener not ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	req, _ := http.NewRequest(http.MethodTrace, fmt.Sprintf("http://%s/127.0.0.1:%d/v1/models", cred, upPort), nil)
+	req.Header.Set("Authorization", "Bearer "+placeholder)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if strings.Contains(string(body), key) {
+		t.Errorf("TRACE through the credential listener returned the real key to the client (HTTP %d):\n%s", resp.StatusCode, body)
+	}
+}
+
+func redteamFreeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
