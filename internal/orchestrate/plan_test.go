@@ -4,18 +4,16 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func inputOld(t *testing.T, s *spec.Spec, w Workload) Input {
 	in := input(t, s, w)
@@ -113,19 +111,7 @@ func TestPlanGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := goldenPlan(t, p)
-			path := filepath.Join("testdata", "plan-"+tt.name+".json")
-			if *update {
-				if err := os.WriteFile(path, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("reading golden (run with -update): %v", err)
-			}
-			if diff := cmp.Diff(string(want), string(got)); diff != "" {
-				t.Errorf("plan mismatch (-want +got):\n%s", diff)
-			}
+			testutil.Golden(t, filepath.Join("testdata", "plan-"+tt.name+".json"), got)
 		})
 	}
 }
