@@ -3,16 +3,13 @@ package egress
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 // TestParseSquidAccessLogGolden parses an access log that Debian's Squid
 // 5.7 wrote with the generated squid.conf (allowed GET and CONNECT, a
@@ -32,19 +29,7 @@ func TestParseSquidAccessLogGolden(t *testing.T) {
 		b, _ := json.Marshal(d)
 		got.Write(append(b, '\n'))
 	}
-	golden := filepath.Join("testdata", "squid-access.golden.jsonl")
-	if *update {
-		if err := os.WriteFile(golden, got.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), got.String()); diff != "" {
-		t.Errorf("decisions mismatch (-want +got):\n%s", diff)
-	}
+	testutil.Golden(t, filepath.Join("testdata", "squid-access.golden.jsonl"), got.Bytes()) // the decisions
 }
 
 func TestParseSquidAccessLogMalformed(t *testing.T) {
