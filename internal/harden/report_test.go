@@ -2,15 +2,14 @@ package harden
 
 import (
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
+)
 
 // sampleReport is a report as Apply fills it on an ABI 3 kernel with
 // landlock-net accepted as best effort.
@@ -43,19 +42,7 @@ func TestReportGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden := filepath.Join("testdata", "harden-report.golden.json")
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("report JSON mismatch (-want +got):\n%s", diff)
-	}
+	testutil.Golden(t, filepath.Join("testdata", "harden-report.golden.json"), got) // the report's JSON
 	var back Report
 	if err := json.Unmarshal(got, &back); err != nil {
 		t.Fatal(err)
