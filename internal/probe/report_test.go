@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
+)
 
 // sampleReport is a fixed report covering every outcome and verdict.
 func sampleReport() *Report {
@@ -37,21 +36,11 @@ func sampleReport() *Report {
 	}}
 }
 
+// golden compares got with testdata/name, or rewrites it with -update
+// (internal/testutil).
 func golden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", name, diff)
-	}
+	testutil.Golden(t, filepath.Join("testdata", name), got)
 }
 
 func TestReportSchemaGolden(t *testing.T) {
