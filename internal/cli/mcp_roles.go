@@ -22,12 +22,12 @@ import (
 // pins the harness read from the lock), the gateway scopes egress by them.
 
 // declaredServers reads spec.EnvMCPServers; none when unset.
-func declaredServers(getenv func(string) string) ([]spec.MCPServer, error) {
+func declaredServers(getenv func(string) string) ([]spec.RunServer, error) {
 	raw := getenv(spec.EnvMCPServers)
 	if raw == "" {
 		return nil, nil
 	}
-	var servers []spec.MCPServer
+	var servers []spec.RunServer
 	if err := json.Unmarshal([]byte(raw), &servers); err != nil {
 		return nil, fmt.Errorf("reading $%s: %w", spec.EnvMCPServers, err)
 	}
@@ -52,6 +52,16 @@ func sidecarServers(getenv func(string) string) ([]sidecar.ServerConfig, error) 
 		sc := sidecar.ServerConfig{Name: m.Name, URL: m.URL, Tools: m.Tools, OnDrift: m.OnDrift, Prefixed: m.Prefixed}
 		if p, ok := lock.Server(m.Name); ok {
 			sc.Pin = &p
+		}
+		if m.CredentialHeader != "" {
+			// The gateway holds the credential; the sidecar sends the
+			// run's placeholder to the credential listener.
+			ph := getenv(spec.EnvCredentialPlaceholder)
+			if ph == "" {
+				return nil, fmt.Errorf("server %s: the gateway holds its credential but $%s is not set", m.Name, spec.EnvCredentialPlaceholder)
+			}
+			sc.Credential = &sidecar.CredentialRoute{Listener: fmt.Sprintf("http://%s:%d", spec.GatewayAlias, spec.CredentialPort),
+				Header: m.CredentialHeader, Value: strings.ReplaceAll(m.CredentialFormat, spec.ValueToken, ph)}
 		}
 		out = append(out, sc)
 	}
@@ -114,6 +124,13 @@ func mcpRunHooks(so *sandbox.Options, errOut io.Writer) func(sandbox.Result) {
 			in.Env = map[string][]dockerx.EnvVar{}
 		}
 		in.Env[orchestrate.RoleSidecar] = append(in.Env[orchestrate.RoleSidecar], dockerx.EnvVar{Name: spec.EnvMCPPins, Value: string(js)})
+		// The sidecar sends a credentialed server's requests with the
+		// run's placeholder (never the value), which the gateway got.
+		for _, e := range in.Env[orchestrate.RoleGateway] {
+			if e.Name == spec.EnvCredentialPlaceholder {
+				in.Env[orchestrate.RoleSidecar] = append(in.Env[orchestrate.RoleSidecar], dockerx.EnvVar{Name: e.Name, Value: e.Value, Secret: true})
+			}
+		}
 		return nil
 	}
 	return func(res sandbox.Result) {

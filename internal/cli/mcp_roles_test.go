@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,5 +123,45 @@ func TestMCPRunHooks(t *testing.T) {
 	}
 	if _, ok := got.Server("wiki"); !ok || !strings.Contains(out.String(), "pinned the tool definitions of wiki") {
 		t.Errorf("wiki not pinned after its first run; said %q", out.String())
+	}
+}
+
+// TestMCPRolesCredential: a server whose host has a credential is routed
+// through the credential listener with the run's placeholder, never a
+// value; without the placeholder the sidecar refuses to start.
+func TestMCPRolesCredential(t *testing.T) {
+	text := rolesSpec + `
+[[credentials]]
+host = "docs.example.com"
+header = "Authorization"
+format = "Bearer {value}"
+from_host = "DOCS_TOKEN"
+`
+	s, err := spec.Load("creds.toml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := spec.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{spec.EnvMCPServers: p.Containers[spec.RoleSidecar].Env[spec.EnvMCPServers], spec.EnvCredentialPlaceholder: "mcpsidecar-placeholder-00"}
+	servers, err := sidecarServers(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := servers[0].Credential
+	if c == nil || c.Listener != "http://egress-gateway:3129" || c.Header != "Authorization" || c.Value != "Bearer mcpsidecar-placeholder-00" {
+		t.Errorf("docs route %+v", c)
+	}
+	if servers[1].Credential != nil {
+		t.Errorf("wiki has no credential, got %+v", servers[1].Credential)
+	}
+	delete(env, spec.EnvCredentialPlaceholder)
+	if _, err := sidecarServers(func(k string) string { return env[k] }); err == nil {
+		t.Error("no placeholder accepted")
+	}
+	if got := p.Containers[spec.RoleSidecar].Harden.Landlock.ConnectTCP; !slices.Contains(got, uint16(spec.CredentialPort)) {
+		t.Errorf("sidecar may connect to %v, want the credential port too", got)
 	}
 }

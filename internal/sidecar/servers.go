@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"strings"
 	"sync"
@@ -35,6 +36,9 @@ type ServerConfig struct {
 	// Pin is the server's pinned tools; nil: nothing pinned yet, the
 	// first connect's tools are recorded as observed.
 	Pin *mcppin.Server
+	// Credential, when set, routes the server's requests through the
+	// gateway's credential listener (credroute.go) instead of the proxy.
+	Credential *CredentialRoute
 }
 
 // Drift policies (spec.DriftFail, spec.DriftWarn).
@@ -91,6 +95,15 @@ func (s *Sidecar) newRemote(sc ServerConfig) (*remote, error) {
 	r.up = newUpstream(cfg, s.log)
 	r.up.server = sc.Name
 	r.up.check = r.check
+	if sc.Credential != nil {
+		direct := cfg
+		direct.Proxy = nil // the listener is on the internal network, not behind the proxy
+		ct, err := newCredTransport(newBaseTransport(direct), *sc.Credential)
+		if err != nil {
+			return nil, fmt.Errorf("server %s: credential listener %q: %w", sc.Name, sc.Credential.Listener, err)
+		}
+		r.up.http = &http.Client{Transport: &tracingTransport{base: ct, maxBytes: cfg.MaxUpstreamBytes}}
+	}
 	return r, nil
 }
 

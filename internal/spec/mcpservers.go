@@ -395,12 +395,41 @@ const (
 	FileMCPPins = "mcp-tool-pins.json"
 )
 
-// addMCPServersEnv gives the sidecar and the gateway the declared servers.
+// RunServer is one entry of [EnvMCPServers]: a declared server and, when
+// the gateway holds a credential for its host, the header and format the
+// sidecar's requests carry the run's placeholder in (never the value).
+type RunServer struct {
+	MCPServer
+	CredentialHeader string `json:"credential_header,omitempty"`
+	CredentialFormat string `json:"credential_format,omitempty"`
+}
+
+// runServers pairs each declared server with its credential, when the
+// gateway holds one (not with credentials_in_sandbox, which gives the
+// agent the values, never the sidecar).
+func runServers(s *Spec) []RunServer {
+	out := make([]RunServer, 0, len(s.MCPServers))
+	for _, m := range s.MCPServers {
+		r := RunServer{MCPServer: m}
+		for _, c := range s.Credentials {
+			if c.Host == m.Host() && !s.CredentialsInSandbox {
+				r.CredentialHeader, r.CredentialFormat = c.Header, c.Format
+			}
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// addMCPServersEnv gives the sidecar and the gateway the declared servers;
+// a sidecar with a credentialed server may also reach the credential
+// listener.
 func (p *Profile) addMCPServersEnv(s *Spec) error {
 	if len(s.MCPServers) == 0 {
 		return nil
 	}
-	js, err := json.Marshal(s.MCPServers)
+	servers := runServers(s)
+	js, err := json.Marshal(servers)
 	if err != nil {
 		return fmt.Errorf("encoding mcp_servers: %w", err)
 	}
@@ -412,6 +441,9 @@ func (p *Profile) addMCPServersEnv(s *Spec) error {
 		c.Env[EnvMCPServers] = string(js)
 		if role == RoleSidecar {
 			c.Cmd = append(c.Cmd, "--pins-out", OutputDir+"/"+FileMCPPins)
+			if slices.ContainsFunc(servers, func(r RunServer) bool { return r.CredentialHeader != "" }) {
+				c.Harden.Landlock.ConnectTCP = append(c.Harden.Landlock.ConnectTCP, CredentialPort)
+			}
 		}
 		p.Containers[role] = c
 	}
