@@ -57,9 +57,7 @@ func hardViewOf(h ContainerHardening) hardView {
 		if r.Error != "" {
 			v.Notes = append(v.Notes, "report: "+r.Error)
 		}
-		for _, d := range r.Degradations {
-			v.Notes = append(v.Notes, d)
-		}
+		v.Notes = append(v.Notes, r.Degradations...)
 		var on, off []string
 		for _, s := range seccompLayers {
 			l, ok := layers[s.name]
