@@ -26,6 +26,9 @@ a run directory or a run id) and lists every probe whose verdict changed.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
+			if o.own.image != "" {
+				fmt.Fprintf(s.Err, "measuring the sandbox of workload image %s\n", o.own.image)
+			}
 			if o.baseline != "" {
 				path, err := reportPath(o.runsDir, o.baseline)
 				if err == nil {
@@ -44,6 +47,7 @@ a run directory or a run id) and lists every probe whose verdict changed.`,
 		},
 	}
 	o.addFlags(cmd, false)
+	addWorkloadFlags(cmd, &o.own) // --image: the probe suite in the user's image, under the launcher
 	f := cmd.Flags()
 	f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's raw evidence in report.json (default: removed)")
 	f.StringVar(&o.baseline, "baseline", "", "an earlier report to compare the new one with: a report.json, a run directory or a run id")

@@ -140,7 +140,11 @@ func (j *job) applyOwn(ctx context.Context, plan *orchestrate.Plan) error {
 	st := &plan.Containers[i]
 	switch {
 	case j.o.Workload == orchestrate.WorkloadProbe:
-		own.Command = append([]string{LauncherPath}, st.Spec.Cmd...)
+		// The probe suite measures what the launcher applied: it must not
+		// stack a policy of its own on top (our image's, which names
+		// /mcpsidecar and would hide what the workload may read).
+		own.Command = append(append([]string{LauncherPath}, st.Spec.Cmd...), "--unhardened")
+		own.Source += "; test-sandbox runs the probe suite in it under the launcher"
 	case len(own.Command) == 0:
 		own.Command = append(slices.Clone(info.Entrypoint), info.Cmd...)
 		if len(own.Command) == 0 {
