@@ -16,12 +16,16 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar/mcpfake"
 )
 
-// loopbackTransport dials addr for every request: the spec names
-// mcp-a.test, which must never be resolved.
-func loopbackTransport(addr string) http.RoundTripper {
-	return &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
-		return (&net.Dialer{}).DialContext(ctx, network, addr)
-	}}
+// loopbackTransport dials srv for every request, trusting its test
+// certificate (issued for example.com): the spec names mcp-a.test, which
+// must never be resolved.
+func loopbackTransport(srv *httptest.Server) http.RoundTripper {
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	tr.TLSClientConfig.ServerName = "example.com"
+	tr.DialContext = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, srv.Listener.Addr().String())
+	}
+	return tr
 }
 
 func pinFixture(t *testing.T, desc, token string) (specPath string, tr http.RoundTripper) {
@@ -30,21 +34,21 @@ func pinFixture(t *testing.T, desc, token string) (specPath string, tr http.Roun
 		{Name: "search", Description: desc, Schema: map[string]any{"type": "object", "properties": map[string]any{"q": map[string]any{"type": "string"}}}},
 		{Name: "other", Description: "not listed", Schema: map[string]any{"type": "object"}},
 	}})
-	srv := httptest.NewServer(f.Handler())
+	srv := httptest.NewTLSServer(f.Handler())
 	t.Cleanup(srv.Close)
 	dir := t.TempDir()
 	specPath = filepath.Join(dir, "sandbox_spec.toml")
 	text := `schema_version = 1
 capabilities = ["network", "mcp_client"]
-allowed_domains = ["mcp-a.test:8080"]
+allowed_domains = ["mcp-a.test:8443"]
 
 [[mcp_servers]]
 name = "a"
-url = "http://mcp-a.test:8080/mcp"
+url = "https://mcp-a.test:8443/mcp"
 tools = ["search"]
 
 [[credentials]]
-host = "mcp-a.test:8080"
+host = "mcp-a.test:8443"
 header = "Authorization"
 format = "Bearer {value}"
 from_host = "MCP_A_TOKEN"
@@ -52,7 +56,7 @@ from_host = "MCP_A_TOKEN"
 	if err := os.WriteFile(specPath, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return specPath, loopbackTransport(srv.Listener.Addr().String())
+	return specPath, loopbackTransport(srv)
 }
 
 func runPin(t *testing.T, o mcpPinOptions) (string, error) {

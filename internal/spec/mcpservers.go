@@ -210,9 +210,32 @@ func (w *walker) checkMCPServers() {
 	if len(valid) != len(w.mcps) {
 		return // collisions are judged on a complete list only
 	}
-	if w.checkToolCollisions(valid, servers) {
+	if w.checkToolCollisions(valid, servers) && w.checkServerCreds(valid, servers) {
 		w.spec.MCPServers = servers
 	}
+}
+
+// checkServerCreds refuses a credential for a server reached over plain
+// http: the gateway sends credentials over verified TLS only, and a token
+// in clear on the way would be readable by anything on the path.
+func (w *walker) checkServerCreds(entries []*mcpEntry, servers []MCPServer) bool {
+	ok := true
+	for i, m := range servers {
+		if !strings.HasPrefix(m.URL, "http://") {
+			continue
+		}
+		for _, e := range w.creds {
+			h := e.fields[keyCredHost]
+			if h == nil {
+				continue
+			}
+			if n, port, err := credHost(h.val); err == nil && hostPort(n, port) == m.Host() {
+				w.add(entries[i].fields[keyMCPURL].at, entries[i].path(keyMCPURL), "server %q is plain http, but credentials[%d] (line %d) holds a credential for its host: a credential goes only over https", m.Name, e.index, e.at.line)
+				ok = false
+			}
+		}
+	}
+	return ok
 }
 
 func (w *walker) checkMCP(e *mcpEntry, pol *netpolicy.Policy) (MCPServer, bool) {
