@@ -53,6 +53,7 @@ const (
 	maxReadPerTick   = 1 << 20  // per file and poll
 	maxField         = 160      // characters of one field on a progress line
 	maxProblemLines  = 5        // problem lines printed per file
+	maxLines         = 2000     // progress lines printed in all
 	defaultInterval  = 100 * time.Millisecond
 	defaultLineGrace = 150 * time.Millisecond
 	defaultDenyGrace = time.Second
@@ -89,6 +90,7 @@ type Watcher struct {
 	printed map[string]string
 	// orphans are denials no line has claimed yet.
 	orphans []heldDeny
+	lines   int   // progress lines printed
 	errW    error // the first write error; the watcher stops writing
 }
 
@@ -331,6 +333,15 @@ func (w *Watcher) emit(e timeline.Event) {
 func (w *Watcher) print(kind, text string) {
 	if w.o.Lines == nil || w.errW != nil {
 		return
+	}
+	// A workload can write records faster than anyone reads: past the
+	// bound, one line says so and the events and the record keep the rest.
+	if w.lines++; w.lines > maxLines {
+		if w.lines == maxLines+1 {
+			kind, text = "progress", fmt.Sprintf("more than %d lines: no more are printed (--events and timeline.jsonl have every event)", maxLines)
+		} else {
+			return
+		}
 	}
 	since := w.o.Now().Sub(w.o.Start).Seconds()
 	if _, err := fmt.Fprintf(w.o.Lines, "[%-9s] +%5.1fs  %s\n", kind, since, text); err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -312,5 +313,23 @@ func TestLinesInTheOrderTheyHappened(t *testing.T) {
 	}
 	if strings.Join(kinds, ",") != "model,tool,model,answer" || !strings.Contains(got, "a ok  <1 ms") {
 		t.Errorf("got:\n%s", got)
+	}
+}
+
+// TestLinesAreBounded: a workload writing records without end does not
+// flood the terminal; the events keep every record.
+func TestLinesAreBounded(t *testing.T) {
+	r := newRun(t)
+	var b strings.Builder
+	for i := 0; i < maxLines+500; i++ {
+		fmt.Fprintf(&b, `{"kind":"tools/call","name":"t%d","ok":true}`+"\n", i)
+	}
+	r.audit(b.String())
+	got := r.settle(time.Second)
+	if n := strings.Count(got, "\n"); n != maxLines+1 || !strings.Contains(got, "no more are printed") {
+		t.Errorf("%d lines printed, want %d and one saying no more are", n, maxLines+1)
+	}
+	if n := len(r.events()); n != maxLines+500 {
+		t.Errorf("%d events, want %d", n, maxLines+500)
 	}
 }
