@@ -26,7 +26,7 @@ func Major(v string) (int, error) {
 	head, _, _ := strings.Cut(v, ".")
 	n, err := strconv.Atoi(head)
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("reading engine version %q: want MAJOR.MINOR...", v)
+		return 0, fmt.Errorf("reading engine version %q: want MAJOR.MINOR.PATCH", v)
 	}
 	return n, nil
 }
