@@ -1,0 +1,71 @@
+//go:build docker
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestWorkloadPythonRedTeam runs e2e/fixtures/redteam/redteam.py in the
+// Debian image under the launcher (no shell_access): the ways out a
+// Python workload would try, each one an attempt with an expected result.
+func TestWorkloadPythonRedTeam(t *testing.T) {
+	NeedDocker(t)
+	s := agPrepare(t)
+	ctx := filepath.Join(s.dir, "redteam")
+	if err := os.MkdirAll(ctx, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile(filepath.Join(repoRoot(t), "e2e", "fixtures", "redteam", "redteam.py"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	agWrite(t, filepath.Join(ctx, "redteam.py"), string(src))
+	agWrite(t, filepath.Join(ctx, "Dockerfile"), "FROM "+debianImage(t)+"\nCOPY redteam.py /app/redteam.py\n")
+	image := "mcpsidecar-e2e-redteam:" + RandHex(6)
+	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
+	docker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, ctx)
+
+	r := s.runWith(t, "task", "--image", image, "--pull", "never", "--", "python3", "/app/redteam.py")
+	allowed := map[string]bool{"in-image library (allowed)": true, "write the output dir (allowed)": true, "connect mcp-sidecar:8000 (allowed)": true}
+	// KNOWN, OPEN (docs/hardening.md): the output directory is a bind
+	// mount, which Docker cannot mount noexec, so a library written there
+	// maps executable in-process (inside the same Landlock domain and
+	// seccomp filter). Logged, not failed; it must never run as a program.
+	knownOpen := map[string]bool{"load a written library from the output dir": true}
+	seen := 0
+	for _, line := range strings.Split(r.stdout, "\n") {
+		var a struct {
+			Name, Error string
+			OK          bool
+		}
+		if json.Unmarshal([]byte(line), &a) != nil || a.Name == "" {
+			continue
+		}
+		seen++
+		t.Logf("%-45s ok=%-5v %s", a.Name, a.OK, a.Error)
+		switch {
+		case knownOpen[a.Name]:
+			t.Logf("KNOWN OPEN FINDING %q: ok=%v", a.Name, a.OK)
+		case allowed[a.Name] && !a.OK:
+			t.Errorf("%s: want allowed, got %s", a.Name, a.Error)
+		case !allowed[a.Name] && a.OK:
+			t.Errorf("%s: want refused, but it succeeded", a.Name)
+		}
+	}
+	if seen < 25 {
+		t.Fatalf("%d attempts reported, want every one\nstdout:\n%s", seen, r.stdout)
+	}
+	if r.err != nil {
+		t.Fatalf("mcpsidecar run: %v", r.err)
+	}
+	runDir := agOnlyRunDir(t, r.runsDir)
+	if !strings.Contains(agRead(t, filepath.Join(runDir, "stderr.txt")), "refused a program start") {
+		t.Error("the supervisor's refusals are not in the workload's stderr")
+	}
+	agCheckNothingLeft(t, r.id)
+}
