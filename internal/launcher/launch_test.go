@@ -373,3 +373,24 @@ func BenchmarkLaunch(b *testing.B) {
 	run(b, "shell_access", []string{"launch", "--", "/bin/true"}, append(env, EnvShellAccess+"=1"))
 	run(b, "own-command-only", []string{"launch", "--", "/bin/true"}, env)
 }
+
+// TestLaunchFailsClosed: a layer the kernel cannot enforce stops the
+// launch with exit 5 before the command runs, and no policy at all is a
+// refusal, never an unhardened run.
+func TestLaunchFailsClosed(t *testing.T) {
+	work := t.TempDir()
+	raw, _ := json.Marshal(basePolicy(work))
+	env := []string{"PATH=/usr/bin:/bin", harden.EnvPolicy + "=" + string(raw), EnvShellAccess + "=1"}
+	unavailable := func(p harden.Policy) (harden.Report, error) {
+		return harden.Report{Role: p.Role}, &harden.UnavailableError{Layer: harden.LayerLandlockFS, Reason: "test kernel without Landlock"}
+	}
+	err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{}, Apply: unavailable})
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != ExitUnavailable || !strings.Contains(err.Error(), "landlock-fs") {
+		t.Fatalf("Launch = %v, want exit %d naming the layer", err, ExitUnavailable)
+	}
+	err = Launch(Options{Argv: []string{"/bin/true"}, Environ: []string{"PATH=/usr/bin"}, Stderr: &bytes.Buffer{}, Apply: unavailable})
+	if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "refusing to run a workload unhardened") {
+		t.Fatalf("Launch without a policy = %v, want a refusal", err)
+	}
+}
