@@ -49,7 +49,7 @@ const (
 )
 
 // DefaultMCPTools are the default server's tools (package
-// internal/sidecar/learn publishes their schemas; a test there keeps the
+// internal/sidecar/learn publishes their schemas; a test in internal/sidecar keeps the
 // two lists equal).
 var DefaultMCPTools = []string{"microsoft_docs_search", "microsoft_docs_fetch", "microsoft_code_sample_search"}
 
