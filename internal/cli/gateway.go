@@ -16,13 +16,14 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // Environment variables the gateway command reads (flags win).
 const (
 	envGatewayPolicy = "MCPSIDECAR_GATEWAY_POLICY" // netpolicy.Config JSON when --policy is absent
-	envRunID         = "MCPSIDECAR_RUN_ID"         // default of --run-id
+	envRunID         = orchestrate.EnvRunID        // default of --run-id
 )
 
 // gatewayOptions are the gateway command's flags.

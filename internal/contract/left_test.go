@@ -56,18 +56,12 @@ var runFileLiteralsLeft = []string{
 // variable another package also spells: one of them should own it.
 var envLiteralsLeft = []string{
 	"internal/agent MCPSIDECAR_CA_BUNDLE",
-	"internal/agent MCPSIDECAR_QUESTION",
 	"internal/agent OPENAI_API_KEY",
 	"internal/agent OPENAI_BASE_URL",
 	"internal/agent OPENAI_MODEL",
 	"internal/cli MCPSIDECAR_GATEWAY_POLICY",
 	"internal/cli MCPSIDECAR_LAUNCH_REPORT_DIR",
-	"internal/cli MCPSIDECAR_RUN_ID",
 	"internal/harden MCPSIDECAR_HARDEN_POLICY",
-	"internal/orchestrate MCPSIDECAR_QUESTION",
-	"internal/orchestrate MCPSIDECAR_RUN_ID",
-	"internal/orchestrate OPENAI_API_KEY",
-	"internal/orchestrate OPENAI_BASE_URL",
 	"internal/sandbox MCPSIDECAR_LAUNCH_REPORT_DIR",
 	"internal/sidecar MCPSIDECAR_CA_BUNDLE",
 	"internal/spec MCPSIDECAR_GATEWAY_POLICY",

@@ -10,14 +10,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // Host variables of openai_agents' default credential.
 const (
-	envOpenAIKey     = "OPENAI_API_KEY"
-	envOpenAIBaseURL = "OPENAI_BASE_URL"
+	envOpenAIKey     = agent.EnvAPIKey // the agent's variables (internal/agent owns them)
+	envOpenAIBaseURL = agent.EnvBaseURL
 	defaultOpenAIURL = "https://api.openai.com/v1"
 )
 

@@ -1,6 +1,9 @@
 package orchestrate
 
-import "github.com/mcpsidecar/mcpsidecar/internal/runs"
+import (
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+)
 
 // Roles of the containers of one run (spec.Role*).
 const (
@@ -12,7 +15,7 @@ const (
 // Environment variables the harness adds to containers.
 const (
 	EnvRunID    = "MCPSIDECAR_RUN_ID"
-	EnvQuestion = "MCPSIDECAR_QUESTION"
+	EnvQuestion = agent.EnvQuestion // the agent's (internal/agent owns it)
 )
 
 // AuditFile is the sidecar's audit log, in its output directory.
