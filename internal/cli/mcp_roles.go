@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -134,10 +135,14 @@ func mcpRunHooks(so *sandbox.Options, errOut io.Writer) func(sandbox.Result) {
 		return nil
 	}
 	return func(res sandbox.Result) {
+		observed := filepath.Join(res.RunDir, orchestrate.RoleSidecar, spec.FileMCPPins)
 		if res.RunDir == "" || len(missing) == 0 {
 			return
 		}
-		if err := pinFirstRun(lockPath, filepath.Join(res.RunDir, orchestrate.RoleSidecar, spec.FileMCPPins), missing); err != nil {
+		if _, err := os.Stat(observed); err != nil {
+			return // the sidecar connected to none (doctor and test-sandbox never do)
+		}
+		if err := pinFirstRun(lockPath, observed, missing); err != nil {
 			fmt.Fprintf(errOut, "warning: recording MCP tool definitions: %v\n", err)
 			return
 		}
