@@ -94,8 +94,8 @@ func basePolicy(role string, memory int64) harden.Policy {
 		NoListen:        true,
 		NoUDP:           true,
 		NoNetlink:       true,
-		// Landlock TCP rules need ABI 4 (Linux 6.7); DESIGN.md applies
-		// them where the kernel has them, so they are best effort and a
+		// Landlock TCP rules need ABI 4 (Linux 6.7); they apply where
+		// the kernel has them (docs/hardening.md), so best effort and a
 		// missing layer is reported, not fatal.
 		BestEffort:      []string{harden.LayerLandlockNet},
 		GoMaxProcs:      1,

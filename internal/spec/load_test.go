@@ -120,7 +120,7 @@ func TestDefaultIsSeedSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// seed-reference §1.6: the seed's algorithm gives 9d0d772f10f036c6
+	// The seed's algorithm gives 9d0d772f10f036c6
 	// for the McpSidecar README spec.
 	if hash != "9d0d772f10f036c6" {
 		t.Fatalf("hash %s, want the seed's 9d0d772f10f036c6", hash)

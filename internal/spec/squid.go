@@ -19,8 +19,8 @@ const squidLogFormat = `logformat mcpsidecar {"time":"%{%Y-%m-%dT%H:%M:%S}tg.%03
 	`"bytes_up":%>st,"bytes_down":%<st,"duration_ms":%tr,"traceparent":"%{traceparent}>h"}`
 
 // SquidConf renders squid.conf carrying the same rules as cfg, for when
-// Squid is the gateway engine: the seed's configuration (seed-reference
-// §6.3) plus a dst ACL refusing every non-public destination unless
+// Squid is the gateway engine: the seed's configuration (docs/egress.md,
+// The Squid engine) plus a dst ACL refusing every non-public destination unless
 // allowed_ip_addresses covers it (the threat: an allowed name resolving
 // to loopback, a private network or the metadata service), and an access
 // log in the run's output directory instead of "access_log none".
