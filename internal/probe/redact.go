@@ -5,7 +5,7 @@ import "regexp"
 // redacted replaces a secret value in evidence.
 const redacted = "[REDACTED]"
 
-// The seed's always-on redaction (seed-reference 10.3), ported to RE2. It
+// The seed's always-on redaction, ported to RE2. It
 // runs on every summary and evidence string when a result is built, so a
 // secret the probe happened to read is never kept, even in memory, and
 // never reaches report.json (threat: a probe report shared for comparison

@@ -3,7 +3,7 @@ package probe
 import "fmt"
 
 // Goal is what a hardened sandbox should yield for a probe, from the goal
-// column of the seed's catalogue (seed-reference 10.4).
+// column of the seed's catalogue (catalogue.go).
 type Goal int
 
 // Goals.

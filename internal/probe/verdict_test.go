@@ -87,7 +87,7 @@ func TestCatalogueShape(t *testing.T) {
 			t.Errorf("%s: missing threat, title or tool path", key)
 		}
 	}
-	// The seed's counts per group (seed-reference 10.5).
+	// The seed's counts per group.
 	want := map[string]int{"G01": 16, "G02": 15, "G03": 18, "G04": 1, "G05": 3, "G06": 13, "G07": 7, "G08": 1,
 		"G09": 27, "G10": 12, "G11": 7, "G12": 4, "G13": 13, "G14": 6, "G15": 23, "G16": 15, "G17": 9, "G18": 6,
 		"G19": 11, "G20": 9, "G21": 6, "G22": 3, "G30": 1}
