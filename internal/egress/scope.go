@@ -151,7 +151,18 @@ func parseScopeHost(s string) (hostPort, error) {
 	if err != nil {
 		return hostPort{}, fmt.Errorf("invalid host %q: %v", s, err)
 	}
-	return hostPort{n, port}, nil
+	return hostPort{canonHost(n), port}, nil
+}
+
+// canonHost spells an IP literal one way: an IPv4-mapped IPv6 address as
+// its IPv4 form, the zone dropped. The threat: the agent asking for a
+// declared server's address as [::ffff:a.b.c.d], which the allowlist
+// admits by address, to get past a comparison of spellings.
+func canonHost(h string) string {
+	if a, err := netip.ParseAddr(h); err == nil {
+		return a.Unmap().WithZone("").String()
+	}
+	return h
 }
 
 // ParseScopeClaim reads a [HeaderScope] value: "server=NAME; tool=TOOL"
@@ -208,7 +219,7 @@ type ScopeVerdict struct {
 //	valid   sidecar   that server's host     allow
 //	valid   sidecar   any other host         deny (outside the server's scope)
 func (s *Scoper) Judge(r ScopeRequest) ScopeVerdict {
-	dest := hostPort{r.Host, r.Port}
+	dest := hostPort{canonHost(r.Host), r.Port}
 	if !r.Claimed {
 		if r.FromSidecar {
 			return ScopeVerdict{Scope{Role: RoleSidecar}, false, "the sidecar sent no " + HeaderScope + ": every sidecar request names the server it acts for"}

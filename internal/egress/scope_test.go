@@ -131,3 +131,26 @@ func TestNewScoperRefuses(t *testing.T) {
 		}
 	}
 }
+
+// TestScopeMappedLiteral: a declared server named by an IP literal is its
+// scope however the literal is spelled (red-team finding
+// TestRedteamScopeMappedLiteral).
+func TestScopeMappedLiteral(t *testing.T) {
+	s, err := NewScoper(ScopeConfig{SidecarHost: "mcp-sidecar", Servers: []ScopeServer{{Name: "srv", Hosts: []string{"127.0.0.1:8080"}}}},
+		func(context.Context, string) ([]netip.Addr, error) { return nil, errors.New("none") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, host := range []string{"127.0.0.1", "::ffff:127.0.0.1", "::ffff:7f00:1"} {
+		if v := s.Judge(ScopeRequest{Host: host, Port: 8080}); v.Allow || v.Scope.Role != RoleAgent {
+			t.Errorf("agent to %s:8080 = %+v, want denied", host, v)
+		}
+	}
+	s2, err := NewScoper(ScopeConfig{SidecarHost: "mcp-sidecar", Servers: []ScopeServer{{Name: "srv", Hosts: []string{"[::ffff:127.0.0.1]:8080"}}}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s2.Judge(ScopeRequest{Host: "127.0.0.1", Port: 8080}); v.Allow {
+		t.Errorf("a server declared by its mapped form: agent allowed to its IPv4 form")
+	}
+}
