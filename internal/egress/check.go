@@ -60,6 +60,9 @@ func (g *Gateway) authorize(ctx context.Context, d *Decision, connect bool, rawH
 		return nil, dn
 	}
 	if lit, err := netip.ParseAddr(host); err == nil {
+		if dn := g.judgeScopeAddrs(ctx, d, t, []netip.Addr{lit}); dn != nil {
+			return nil, dn
+		}
 		return g.authorizeLiteral(d, t, lit, connect)
 	}
 	var dn *denial
@@ -72,6 +75,9 @@ func (g *Gateway) authorize(ctx context.Context, d *Decision, connect bool, rawH
 	}
 	ipRule, dn := g.checkAddrs(d, t, addrs)
 	if dn != nil {
+		return nil, dn
+	}
+	if dn := g.judgeScopeAddrs(ctx, d, t, addrs); dn != nil {
 		return nil, dn
 	}
 	t.addrs = addrs

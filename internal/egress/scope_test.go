@@ -154,3 +154,32 @@ func TestScopeMappedLiteral(t *testing.T) {
 		t.Errorf("a server declared by its mapped form: agent allowed to its IPv4 form")
 	}
 }
+
+// TestScopeByAddress: the agent cannot reach a declared server under
+// another name, or as its address, on the server's port; other ports of
+// that address, and the sidecar, are not affected.
+func TestScopeByAddress(t *testing.T) {
+	g := &Gateway{scopes: testScoper(t), resolver: newResolver(map[string]string{"docs.example.com": "203.0.113.7", "mcp-b.test": "10.213.0.9"})}
+	tests := []struct {
+		scope string
+		host  string
+		port  uint16
+		addr  string
+		deny  bool
+	}{
+		{"agent", "alias.example.com", 443, "203.0.113.7", true},
+		{"agent", "203.0.113.7", 443, "203.0.113.7", true},
+		{"agent", "alias.example.com", 443, "::ffff:203.0.113.7", true},
+		{"agent", "other.test", 8080, "10.213.0.9", true},
+		{"agent", "alias.example.com", 80, "203.0.113.7", false},
+		{"agent", "www.example.com", 443, "203.0.113.8", false},
+		{"sidecar/docs/search", "alias.example.com", 443, "203.0.113.7", false},
+	}
+	for _, tt := range tests {
+		d := &Decision{Scope: tt.scope}
+		dn := g.judgeScopeAddrs(context.Background(), d, &target{host: tt.host, port: tt.port}, []netip.Addr{netip.MustParseAddr(tt.addr)})
+		if (dn != nil) != tt.deny {
+			t.Errorf("%s %s:%d -> %s: denial %v, want deny %v", tt.scope, tt.host, tt.port, tt.addr, dn, tt.deny)
+		}
+	}
+}
