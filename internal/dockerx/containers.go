@@ -51,6 +51,9 @@ func translate(s ContainerSpec) (*container.Config, *container.HostConfig, *netw
 		env = append(env, e.Name+"="+e.Value)
 	}
 	cfg := &container.Config{Image: s.Image, Cmd: s.Cmd, Entrypoint: s.Entrypoint, Env: env, User: s.User, WorkingDir: s.WorkingDir, Labels: s.Labels}
+	if s.NoHealthcheck {
+		cfg.Healthcheck = &container.HealthConfig{Test: []string{"NONE"}}
+	}
 	if s.StopTimeout > 0 {
 		secs := int(s.StopTimeout.Seconds())
 		cfg.StopTimeout = &secs

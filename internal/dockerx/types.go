@@ -78,11 +78,14 @@ type ContainerSpec struct {
 	Cmd   []string `json:"cmd"`
 	// Entrypoint replaces the image's entrypoint (nil keeps it): a
 	// user's workload image gets the launcher.
-	Entrypoint []string          `json:"entrypoint,omitempty"`
-	Env        []EnvVar          `json:"env"`
-	User       string            `json:"user"`
-	WorkingDir string            `json:"working_dir,omitempty"`
-	Labels     map[string]string `json:"labels"`
+	Entrypoint []string `json:"entrypoint,omitempty"`
+	// NoHealthcheck turns off the image's HEALTHCHECK: Docker runs it
+	// in the container beside the entrypoint, outside the launcher.
+	NoHealthcheck bool              `json:"no_healthcheck,omitempty"`
+	Env           []EnvVar          `json:"env"`
+	User          string            `json:"user"`
+	WorkingDir    string            `json:"working_dir,omitempty"`
+	Labels        map[string]string `json:"labels"`
 	// Networks: the first is the one the container is created on; the
 	// rest are connected before it starts.
 	Networks []Attachment `json:"networks"`

@@ -25,11 +25,11 @@ import (
 // envStage marks the second stage: the child the supervisor starts, which
 // hardens itself and executes the workload. Its value is the number of
 // the inherited descriptor the child sends its notification fd over.
-const envStage = "MCPSIDECAR_LAUNCH_STAGE"
+const envStage = EnvStage
 
 // internalEnv are the launcher's own variables, removed from the
 // workload's environment.
-var internalEnv = []string{envStage, EnvShellAccess, EnvSelf}
+var internalEnv = []string{EnvStage, EnvShellAccess, EnvSelf}
 
 // Options are a launch: the command, the environment, where the harden
 // report goes.
@@ -88,6 +88,11 @@ func Launch(o Options) error {
 }
 
 func plan(o Options, getenv func(string) string) (Planned, error) {
+	// The harness always says; a missing or odd value (an image's own
+	// ENV cannot set it: the harness's value overrides) is refused.
+	if v := getenv(EnvShellAccess); v != "0" && v != "1" {
+		return Planned{}, &ExitError{Code: ExitUsage, Err: fmt.Errorf("launch: %s=%q: want 0 or 1, set by the harness", EnvShellAccess, v)}
+	}
 	base, ok, err := harden.PolicyFromEnv(getenv)
 	if err != nil {
 		return Planned{}, &ExitError{Code: ExitUsage, Err: err}

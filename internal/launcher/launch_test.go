@@ -94,6 +94,8 @@ func launch(t *testing.T, shell bool, work string, port int, argv ...string) lau
 	cmd.Env = append(os.Environ(), envTestLaunch+"=1", harden.EnvPolicy+"="+string(raw), "LAUNCHER_TEST_REPORT="+work, "WORK="+work)
 	if shell {
 		cmd.Env = append(cmd.Env, EnvShellAccess+"=1")
+	} else {
+		cmd.Env = append(cmd.Env, EnvShellAccess+"=0")
 	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -371,7 +373,7 @@ func BenchmarkLaunch(b *testing.B) {
 	run(b, "/bin/true", nil, os.Environ())
 	run(b, "launcher-binary-noop", nil, append(os.Environ(), "LAUNCHER_TEST_NOOP=1"))
 	run(b, "shell_access", []string{"launch", "--", "/bin/true"}, append(env, EnvShellAccess+"=1"))
-	run(b, "own-command-only", []string{"launch", "--", "/bin/true"}, env)
+	run(b, "own-command-only", []string{"launch", "--", "/bin/true"}, append(env, EnvShellAccess+"=0"))
 }
 
 // TestLaunchFailsClosed: a layer the kernel cannot enforce stops the
@@ -389,8 +391,27 @@ func TestLaunchFailsClosed(t *testing.T) {
 	if !errors.As(err, &ee) || ee.Code != ExitUnavailable || !strings.Contains(err.Error(), "landlock-fs") {
 		t.Fatalf("Launch = %v, want exit %d naming the layer", err, ExitUnavailable)
 	}
-	err = Launch(Options{Argv: []string{"/bin/true"}, Environ: []string{"PATH=/usr/bin"}, Stderr: &bytes.Buffer{}, Apply: unavailable})
+	err = Launch(Options{Argv: []string{"/bin/true"}, Environ: []string{"PATH=/usr/bin", EnvShellAccess + "=0"}, Stderr: &bytes.Buffer{}, Apply: unavailable})
 	if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "refusing to run a workload unhardened") {
 		t.Fatalf("Launch without a policy = %v, want a refusal", err)
+	}
+}
+
+// TestLaunchShellAccessMustBeSet: the shell_access switch comes from the
+// harness, explicitly; absent or odd (as an image's own ENV might try),
+// the launch is refused.
+func TestLaunchShellAccessMustBeSet(t *testing.T) {
+	raw, _ := json.Marshal(basePolicy(t.TempDir()))
+	for _, v := range []string{"", "yes", "true"} {
+		env := []string{"PATH=/usr/bin:/bin", harden.EnvPolicy + "=" + string(raw)}
+		if v != "" {
+			env = append(env, EnvShellAccess+"="+v)
+		}
+		err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{},
+			Apply: func(harden.Policy) (harden.Report, error) { t.Fatal("applied"); return harden.Report{}, nil }})
+		var ee *ExitError
+		if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "want 0 or 1") {
+			t.Errorf("%s=%q: Launch = %v, want a refusal", EnvShellAccess, v, err)
+		}
 	}
 }

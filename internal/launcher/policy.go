@@ -43,6 +43,9 @@ const (
 	// EnvSelf is the launcher's own path in the container, which the
 	// workload may neither read nor execute.
 	EnvSelf = "MCPSIDECAR_LAUNCH_SELF"
+	// EnvStage marks the launcher's second stage (its value: the
+	// descriptor of the supervisor's socket); the harness sets it empty.
+	EnvStage = "MCPSIDECAR_LAUNCH_STAGE"
 )
 
 // DefaultPath is the search path for a bare program name when the

@@ -168,15 +168,25 @@ func (j *job) applyOwn(ctx context.Context, plan *orchestrate.Plan) error {
 	st.Spec.Entrypoint = []string{LauncherPath, "launch", "--"}
 	st.Spec.Cmd = slices.Clone(own.Command)
 	st.Spec.Mounts = append(st.Spec.Mounts, dockerx.Mount{Source: bin, Target: LauncherPath, ReadOnly: true})
+	// Every launcher variable is set here, explicitly: the container's
+	// environment overrides the image's ENV, so an image cannot grant
+	// itself shell_access or pose as the launcher's second stage.
+	shell := "0"
+	if j.spec.Has(spec.CapShellAccess) {
+		shell = "1"
+	}
 	env := []dockerx.EnvVar{
 		{Name: launcher.EnvSelf, Value: LauncherPath},
+		{Name: launcher.EnvShellAccess, Value: shell},
+		{Name: launcher.EnvStage, Value: ""},
 		{Name: envLaunchReportDir, Value: target},
 		{Name: EnvWorkloadOutputDir, Value: target},
 	}
-	if j.spec.Has(spec.CapShellAccess) {
-		env = append(env, dockerx.EnvVar{Name: launcher.EnvShellAccess, Value: "1"})
-	}
-	st.Spec.Env = append(st.Spec.Env, env...)
+	st.Spec.Env = append(slices.DeleteFunc(st.Spec.Env, func(e dockerx.EnvVar) bool {
+		return slices.ContainsFunc(env, func(x dockerx.EnvVar) bool { return x.Name == e.Name })
+	}), env...)
+	// The image's HEALTHCHECK would run beside the launcher, unhardened.
+	st.Spec.NoHealthcheck = true
 	j.own = own
 	j.meta.Degradations = append(j.meta.Degradations, fmt.Sprintf("workload: image %s (from %s), command %q, under the launcher (%s)", own.Image, own.Source, own.Command, LauncherPath))
 	return nil

@@ -74,8 +74,16 @@ func TestOwnWorkloadPlan(t *testing.T) {
 	if env["MCPSIDECAR_HARDEN_POLICY"] == "" {
 		t.Error("the launcher gets no policy")
 	}
-	if _, ok := env[launcher.EnvShellAccess]; ok {
-		t.Error("the default spec grants no shell_access, but the launcher was told it does")
+	// Set explicitly, so the image's own ENV cannot: no shell_access in
+	// the default spec, no second stage, no HEALTHCHECK of the image.
+	if v, ok := env[launcher.EnvShellAccess]; !ok || v != "0" {
+		t.Errorf("%s = %q (set %v), want \"0\" set by the harness", launcher.EnvShellAccess, v, ok)
+	}
+	if v, ok := env[launcher.EnvStage]; !ok || v != "" {
+		t.Errorf("%s = %q (set %v), want set empty", launcher.EnvStage, v, ok)
+	}
+	if !got.NoHealthcheck {
+		t.Error("the image's HEALTHCHECK is not turned off")
 	}
 	// Every other Docker option is the agent's.
 	type opts struct {
