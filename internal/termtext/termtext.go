@@ -4,7 +4,8 @@
 // the audit log, its own output — and clears or rewrites the operator's
 // screen, hiding denials or faking "ok" lines. Control characters, DEL, C1
 // controls, line and paragraph separators and bidi overrides are shown
-// escaped (\x1b, \u202e); newline and tab pass.
+// escaped (\x1b, \u202e); newline and tab pass in [Clean] and are escaped
+// too by [Line], for a field that must stay on its row.
 //
 // It must not import anything of the project: it is used on both sides.
 package termtext
@@ -43,6 +44,20 @@ func Clean(s string) string {
 	}
 	return b.String()
 }
+
+// Line returns s escaped for a single-line field: as [Clean], and newline
+// and tab escaped too (\n, \t). A record's string printed in a row of a
+// table or timeline must not start a line of its own: it would look like
+// a row the printer wrote.
+func Line(s string) string {
+	s = Clean(s)
+	if !strings.ContainsAny(s, "\n\t") {
+		return s
+	}
+	return lineEscaper.Replace(s)
+}
+
+var lineEscaper = strings.NewReplacer("\n", `\n`, "\t", `\t`)
 
 func safe(s string) bool {
 	for _, r := range s {

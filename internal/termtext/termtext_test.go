@@ -34,3 +34,19 @@ func TestWriterKeepsOnlyAllowedSequences(t *testing.T) {
 		t.Errorf("got %q, want %q", buf.String(), want)
 	}
 }
+
+func TestLineEscapesLineBreaks(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"one line", "one line"},
+		{"x\n    +0.500s gateway allow", `x\n    +0.500s gateway allow`},
+		{"a\tb\rc\u2028d\x1b[2J", `a\tb\x0dc\u2028d\x1b[2J`},
+	} {
+		got := Line(tt.in)
+		if got != tt.want {
+			t.Errorf("Line(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if Line(got) != got {
+			t.Errorf("Line is not idempotent on %q", got)
+		}
+	}
+}

@@ -36,6 +36,7 @@ func Build(runDir string) (*Timeline, error) {
 	b.readLineSources()
 	b.readExtras()
 	b.readGlance()
+	b.boundTimes()
 	sortEvents(t.Events)
 	link(t.Events)
 	b.checkClaims()
@@ -307,22 +308,84 @@ func (b *builder) checkClaims() {
 	}
 }
 
-// finish fills the run's bounds from the events when metadata lacks them.
-func (b *builder) finish() {
+// clockSlack is how far outside the harness's start and end a record's
+// time may lie before it is called a claim. Every container reads the
+// host's clock, and the harness records the start before the first
+// container starts and the end after the last one stopped: the slack only
+// covers a writer that rounds its times.
+const clockSlack = time.Second
+
+// boundTimes keeps every record's time inside the run the harness recorded.
+// Threat: the times in agent-turns.jsonl are the workload's to choose (and
+// the sidecar's and gateway's records are written inside the sandbox too):
+// a forged early time would become the timeline's origin, move every real
+// event by hours, or slip a record into a call's time window. The run's
+// start and end come from run-metadata.json only; a record claiming a time
+// before the start or after the end is shown at that bound, marked as the
+// record's claim, and listed as a problem.
+func (b *builder) boundTimes() {
 	t := b.t
-	for _, e := range t.Events {
-		if e.Time.IsZero() {
+	if t.Started.IsZero() {
+		return // no harness start: finish says so
+	}
+	for i := range t.Events {
+		e := &t.Events[i]
+		if e.Time.IsZero() || e.File == FileRunMetadata {
 			continue
 		}
-		if t.Started.IsZero() || e.Time.Before(t.Started) {
-			t.Started = e.Time
+		var at time.Time
+		var where string
+		switch {
+		case e.Time.Before(t.Started.Add(-clockSlack)):
+			at, where = t.Started, fmt.Sprintf("%s before the run's start", t.Started.Sub(e.Time).Round(time.Millisecond))
+		case !t.Finished.IsZero() && e.Time.After(t.Finished.Add(clockSlack)):
+			at, where = t.Finished, fmt.Sprintf("%s after the run's end", e.Time.Sub(t.Finished).Round(time.Millisecond))
+		default:
+			continue
 		}
-		end := e.Time.Add(time.Duration(e.DurationMS * float64(time.Millisecond)))
-		if e.Kind != KindPhase {
-			end = e.Time
+		claimed := e.Time.UTC().Format(time.RFC3339Nano)
+		b.r.problem(e.File, e.Line, "recorded time %s is %s (%s): the record's claim, shown at that bound", claimed, where, FileRunMetadata)
+		e.Summary += " (recorded time " + claimed + " is outside the run: the record's claim)"
+		e.Time = at
+	}
+}
+
+// finish fills the run's bounds from the events when run-metadata.json
+// lacks them, and says so: those times were written inside the sandbox.
+// The earliest record of the project's own programs (gateway, sidecar) is
+// preferred to the workload's (agent), which can claim any time.
+func (b *builder) finish() {
+	t := b.t
+	if t.Started.IsZero() {
+		var first, firstOwn time.Time
+		for _, e := range t.Events {
+			if e.Time.IsZero() {
+				continue
+			}
+			if first.IsZero() || e.Time.Before(first) {
+				first = e.Time
+			}
+			if e.Source != SourceAgent && (firstOwn.IsZero() || e.Time.Before(firstOwn)) {
+				firstOwn = e.Time
+			}
 		}
-		if end.After(t.Finished) {
-			t.Finished = end
+		t.Started = firstOwn
+		if t.Started.IsZero() {
+			t.Started = first
+		}
+		if !t.Started.IsZero() {
+			b.r.problem(FileRunMetadata, 0, "no start time from the harness: times are shown from the earliest record, whose time its writer chose")
+		}
+	}
+	if t.Finished.IsZero() {
+		for _, e := range t.Events {
+			end := e.Time
+			if e.Kind == KindPhase {
+				end = end.Add(msDuration(e.DurationMS))
+			}
+			if end.After(t.Finished) {
+				t.Finished = end
+			}
 		}
 	}
 	if t.Events == nil {

@@ -36,7 +36,7 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 // runDirs are the recorded runs in testdata/runs.
-var runDirs = []string{"basic", "crash", "probe", "empty", "doctor", "testsandbox", "unreachable"}
+var runDirs = []string{"basic", "crash", "probe", "empty", "doctor", "testsandbox", "unreachable", "hostile"}
 
 func TestGoldenJoin(t *testing.T) {
 	for _, name := range runDirs {

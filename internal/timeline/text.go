@@ -71,20 +71,56 @@ type printer struct {
 	err   error
 }
 
+// text is what the printer composed itself: its own words and colours
+// around fields already made single-line ([field]). It passes whole.
+// Every other string the printer is given comes from a record, and the
+// records are written inside the sandbox (the agent's turns by the
+// workload itself): such a string is escaped to one line (termtext.Line),
+// so a "\n" in it cannot start a row that looks like the printer's.
+type text string
+
+// field makes a record's string safe for one line of the story.
+func field(s string) text { return text(termtext.Line(s)) }
+
+// oneLine escapes every argument that is not the printer's own text.
+func oneLine(args []any) []any {
+	out := make([]any, len(args))
+	for i, a := range args {
+		switch v := a.(type) {
+		case text:
+			out[i] = string(v)
+		case string:
+			out[i] = termtext.Line(v)
+		case error:
+			out[i] = termtext.Line(v.Error())
+		case fmt.Stringer:
+			out[i] = termtext.Line(v.String())
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
 func (p *printer) printf(format string, args ...any) {
 	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
+		_, p.err = fmt.Fprintf(p.w, format, oneLine(args)...)
 	}
 }
 
-func (p *printer) paint(code, s string) string {
+// row writes one row of a table, escaped like printf.
+func row(tw io.Writer, format string, args ...any) {
+	fmt.Fprintf(tw, format, oneLine(args)...)
+}
+
+func (p *printer) paint(code string, s text) text {
 	if !p.color {
 		return s
 	}
-	return code + s + ansiReset
+	return text(code) + s + ansiReset
 }
 
-func (p *printer) okText(ok bool) string {
+func (p *printer) okText(ok bool) text {
 	if ok {
 		return p.paint(ansiGreen, "ok")
 	}
@@ -94,9 +130,9 @@ func (p *printer) okText(ok bool) string {
 func (p *printer) header() {
 	t := p.t
 	p.printf("Run %s (%s)\n", t.RunID, orDash(t.Command))
-	verdict := "none recorded"
+	verdict := text("none recorded")
 	if t.Verdict != nil {
-		verdict = map[bool]string{true: p.paint(ansiGreen, "OK"), false: p.paint(ansiRed, "FAILED")}[t.Verdict.OK]
+		verdict = map[bool]text{true: p.paint(ansiGreen, "OK"), false: p.paint(ansiRed, "FAILED")}[t.Verdict.OK]
 	}
 	p.printf("verdict: %s", verdict)
 	if t.ExitCode != nil {
@@ -136,9 +172,9 @@ func (p *printer) phases() {
 	for _, ph := range p.t.Phases {
 		res := p.okText(ph.OK)
 		if ph.Error != "" {
-			res += " " + ph.Error
+			res += " " + field(ph.Error)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", ph.Name, p.rel(ph.Start), fmtMS(ph.DurationMS), res)
+		row(tw, "  %s\t%s\t%s\t%s\n", ph.Name, p.rel(ph.Start), fmtMS(ph.DurationMS), res)
 	}
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
@@ -153,9 +189,9 @@ func (p *printer) containers() {
 	tw := tabwriter.NewWriter(p.w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  ROLE\tNAME\tNETWORKS\tPEAK MEMORY\tEXIT\n")
 	for _, c := range p.t.Containers {
-		state := "?"
+		state := text("?")
 		if c.ExitCode != nil {
-			state = exitText(*c.ExitCode) + killNote(c)
+			state = text(exitText(*c.ExitCode) + killNote(c))
 			if *c.ExitCode != 0 {
 				state = p.paint(ansiRed, state)
 			}
@@ -164,7 +200,7 @@ func (p *printer) containers() {
 		if c.PeakMemoryBytes > 0 {
 			mem = fmtBytes(c.PeakMemoryBytes)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Role, c.Name, strings.Join(c.Networks, ","), mem, state)
+		row(tw, "  %s\t%s\t%s\t%s\t%s\n", c.Role, c.Name, strings.Join(c.Networks, ","), mem, state)
 	}
 	if err := tw.Flush(); err != nil && p.err == nil {
 		p.err = err
@@ -191,7 +227,7 @@ func (p *printer) events() {
 		if ev[i].Parent != 0 {
 			continue
 		}
-		p.event(&ev[i], "  "+p.rel(ev[i].Time)+"  ")
+		p.event(&ev[i], text("  "+p.rel(ev[i].Time)+"  "))
 		for _, c := range children[ev[i].Seq] {
 			p.event(&ev[c], "               └ ")
 		}
@@ -209,21 +245,21 @@ func childrenOf(ev []Event) map[int][]int {
 	return m
 }
 
-func (p *printer) event(e *Event, prefix string) {
-	line := fmt.Sprintf("%-8s %s", e.Source, e.Summary)
+func (p *printer) event(e *Event, prefix text) {
+	line := text(fmt.Sprintf("%-8s %s", field(e.Source), field(e.Summary)))
 	if e.DurationMS > 0 && e.Kind != KindPhase && !e.Denied() {
-		line += "  " + fmtMS(e.DurationMS)
+		line += text("  " + fmtMS(e.DurationMS))
 	}
 	if e.Kind == KindEgress && (e.BytesUp > 0 || e.BytesDown > 0) {
-		line += fmt.Sprintf("  up %s down %s", fmtBytes(e.BytesUp), fmtBytes(e.BytesDown))
+		line += text(fmt.Sprintf("  up %s down %s", fmtBytes(e.BytesUp), fmtBytes(e.BytesDown)))
 	}
 	if e.LinkedBy == LinkTimeWindow {
 		line += "  (linked by time)"
 	}
 	if e.CorrelationID != "" && e.Parent == 0 {
-		line += "  " + p.paint(ansiDim, "["+shortID(e.CorrelationID)+"]")
+		line += "  " + p.paint(ansiDim, "["+field(shortID(e.CorrelationID))+"]")
 	}
-	mark := "   "
+	mark := text("   ")
 	if e.Denied() || !e.OK {
 		mark = "!! "
 		line = p.paint(ansiRed, line)
@@ -241,7 +277,7 @@ func (p *printer) probes() {
 	for _, g := range r.Groups {
 		p.printf("  %s %s\n", g.ID, g.Title)
 		for _, pr := range g.Probes {
-			v := pr.Verdict
+			v := field(pr.Verdict)
 			if pr.Class() == ClassViolation {
 				v = p.paint(ansiRed, "!! "+v)
 			}
@@ -256,7 +292,7 @@ func (p *printer) problems() {
 	}
 	p.printf("\nProblems reading the run directory\n")
 	for _, pr := range p.t.Problems {
-		p.printf("  %s\n", pr)
+		p.printf("  %s\n", pr.String())
 	}
 }
 
