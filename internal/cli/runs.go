@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
 	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
 	"github.com/spf13/cobra"
 )
@@ -144,7 +145,7 @@ func runsShow(s Streams, dir, ref string, asJSON bool) error {
 	fmt.Fprintf(s.Out, "started %s, took %s\n", m.Started.Format("2006-01-02 15:04:05Z"), m.Finished.Sub(m.Started).Round(1e6))
 	fmt.Fprintf(s.Out, "image %s (%s)\n", m.Image.Tag, m.Image.Method)
 	for _, d := range m.Degradations {
-		fmt.Fprintf(s.Out, "degraded: %s\n", d)
+		fmt.Fprintf(s.Out, "degraded: %s\n", termtext.Line(d))
 	}
 	fmt.Fprintf(s.Out, "\nverdict: %s\n", verdictWord(m.Verdict))
 	for _, c := range m.Verdict.Checks {
@@ -152,7 +153,9 @@ func runsShow(s Streams, dir, ref string, asJSON bool) error {
 		if c.OK {
 			mark = "ok"
 		}
-		fmt.Fprintf(s.Out, "  %-4s %s  %s\n", mark, c.Name, c.Detail)
+		// A check's detail can quote what the workload wrote (its harden
+		// report, its audit): kept on its row (termtext.Line).
+		fmt.Fprintf(s.Out, "  %-4s %s  %s\n", mark, termtext.Line(c.Name), termtext.Line(c.Detail))
 	}
 	tw := tabwriter.NewWriter(s.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nPHASE\tMS\tOK")
