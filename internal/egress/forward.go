@@ -141,8 +141,11 @@ func (g *Gateway) checkForward(r *http.Request, d *Decision) (*target, *denial) 
 	if dn != nil {
 		return nil, dn
 	}
-	if g.carriesPlaceholder(r.Header) {
+	if g.carriesPlaceholder(r) {
 		return nil, deny(http.StatusForbidden, "the request carries the run's credential placeholder, which is sent only to the credential listener and from there only to the credential's own host")
+	}
+	if r.Method == http.MethodTrace || r.Method == "TRACK" {
+		return nil, deny(http.StatusMethodNotAllowed, "method %s is refused: it makes the upstream echo the request back", r.Method)
 	}
 	if up := upgradeRequested(r.Header); up != "" {
 		return nil, deny(http.StatusForbidden, "protocol upgrade %q is refused: an upgraded connection is a raw two-way tunnel, which plain HTTP must not open (use CONNECT to an allowed port)", truncate(up, 64))

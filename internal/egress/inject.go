@@ -191,6 +191,9 @@ func (ij *injector) check(r *http.Request, d *Decision) (*injectState, *denial) 
 	if r.Method == http.MethodConnect || r.URL.IsAbs() {
 		return nil, deny(http.StatusBadRequest, "the credential listener takes origin-form requests: /HOST[:PORT]/path")
 	}
+	if !injectableMethod(r.Method) {
+		return nil, deny(http.StatusMethodNotAllowed, "method %q is refused on the credential listener (GET, HEAD, POST, PUT, PATCH and DELETE only): a method such as TRACE makes the upstream echo the request, and with it the credential", truncate(r.Method, 32))
+	}
 	authority, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.EscapedPath(), "/"), "/")
 	d.Host = truncate(authority, 255)
 	cred, dn := ij.credentialFor(authority, d)
@@ -215,6 +218,19 @@ func (ij *injector) check(r *http.Request, d *Decision) (*injectState, *denial) 
 	st.out.Path, _ = url.PathUnescape("/" + rest)
 	st.out.RawPath = "/" + rest
 	return st, nil
+}
+
+// injectableMethod reports whether a request with this method may carry an
+// injected credential. The list is the methods an API client sends; the
+// rest either echo the request back (TRACE, TRACK), open a tunnel
+// (CONNECT) or are extensions no model or MCP API needs, and an echo would
+// hand the credential to the sandbox.
+func injectableMethod(m string) bool {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+		return true
+	}
+	return false
 }
 
 func portIfNotDefault(c *Credential) string {
@@ -326,13 +342,24 @@ func (g *Gateway) ServeCredentials(ln net.Listener) error {
 	return err
 }
 
-// carriesPlaceholder reports whether any header of r holds the run's
-// placeholder. The proxy port refuses such a request: the placeholder
-// goes to the credential listener, and to nowhere else.
-func (g *Gateway) carriesPlaceholder(h http.Header) bool {
+// carriesPlaceholder reports whether the URL or any header of r holds the
+// run's placeholder. The proxy port refuses such a request: the
+// placeholder goes to the credential listener, and to nowhere else. (A
+// request body is not searched: it is streamed, not buffered.)
+func (g *Gateway) carriesPlaceholder(r *http.Request) bool {
 	if g.inject == nil {
 		return false
 	}
+	if strings.Contains(r.URL.String(), g.inject.Placeholder) || strings.Contains(r.RequestURI, g.inject.Placeholder) {
+		return true
+	}
+	if u, err := url.PathUnescape(r.RequestURI); err == nil && strings.Contains(u, g.inject.Placeholder) {
+		return true
+	}
+	if u, err := url.QueryUnescape(r.URL.RawQuery); err == nil && strings.Contains(u, g.inject.Placeholder) {
+		return true
+	}
+	h := r.Header
 	for _, vs := range h {
 		for _, v := range vs {
 			if strings.Contains(v, g.inject.Placeholder) {

@@ -266,3 +266,69 @@ func TestInjectionValidation(t *testing.T) {
 		})
 	}
 }
+
+// TestInjectRefusesEchoMethods: a method an API client does not send is
+// refused on the credential listener before any lookup or upstream, so an
+// upstream that echoes requests (TRACE) never sees the credential to hand
+// it back. (Red-team TestRedteamCredentialTraceReflectsKey.)
+func TestInjectRefusesEchoMethods(t *testing.T) {
+	srv, _, seen := upstream(t, true)
+	for _, m := range []string{"TRACE", "TRACK", "OPTIONS", "PROPFIND", "DEBUG"} {
+		t.Run(m, func(t *testing.T) {
+			h := startInjector(t, srv, true, "https")
+			req, _ := http.NewRequest(m, "http://"+h.credAddr+"/"+h.authority(srv)+"/v1/models", nil)
+			req.Header.Set("Authorization", "Bearer "+testPlaceholder)
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusMethodNotAllowed || strings.Contains(string(b), testSecret) {
+				t.Errorf("got %d %q, want 405 without the credential", resp.StatusCode, b)
+			}
+			if d := h.waitDecisions(1)[0]; d.Decision != Deny || !strings.Contains(d.Reason, "is refused on the credential listener") {
+				t.Errorf("decision %+v", d)
+			}
+			if l := h.res.looked(); len(l) > 0 {
+				t.Errorf("looked up %v", l)
+			}
+		})
+	}
+	select {
+	case <-seen:
+		t.Error("a refused method reached the upstream")
+	default:
+	}
+}
+
+// TestProxyRefusesPlaceholderInURL: the placeholder in a path or a query,
+// plain or percent-encoded, is refused on the proxy port like one in a
+// header; and TRACE is refused there too.
+func TestProxyRefusesPlaceholderInURL(t *testing.T) {
+	srv, port, seen := upstream(t, false)
+	enc := strings.ReplaceAll(testPlaceholder, "-", "%2D")
+	for name, tc := range map[string]struct{ method, target, reason string }{
+		"path":          {"GET", "/x/" + testPlaceholder, "placeholder"},
+		"query":         {"GET", "/?k=" + testPlaceholder, "placeholder"},
+		"encoded path":  {"GET", "/x/" + enc, "placeholder"},
+		"encoded query": {"GET", "/?k=" + enc, "placeholder"},
+		"trace":         {"TRACE", "/", "TRACE is refused"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := startInjector(t, srv, true, "https")
+			resp, body, _, _ := h.raw(fmt.Sprintf("%s http://other.allowed.test:%d%s HTTP/1.1\r\nHost: other.allowed.test:%d\r\n\r\n", tc.method, port, tc.target, port))
+			if resp.StatusCode < 400 || !strings.Contains(body, tc.reason) {
+				t.Errorf("got %d %q", resp.StatusCode, body)
+			}
+			if d := h.waitDecisions(1)[0]; d.Decision != Deny || !strings.Contains(d.Reason, tc.reason) {
+				t.Errorf("decision %+v", d)
+			}
+		})
+	}
+	select {
+	case <-seen:
+		t.Error("a refused request reached an upstream")
+	default:
+	}
+}
