@@ -29,6 +29,9 @@ func TestPlanKeepLabels(t *testing.T) {
 			if got := l[LabelKept] == "1"; got != keep {
 				t.Errorf("keep %v: labels %v", keep, l)
 			}
+			if _, set := l[LabelKept]; !set {
+				t.Errorf("keep %v: %s not set (an image's own label would stand): %v", keep, LabelKept, l)
+			}
 		}
 	}
 }

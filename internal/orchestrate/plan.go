@@ -181,6 +181,10 @@ func (in Input) labels(role string) map[string]string {
 	if role != "" {
 		l[LabelRole] = role
 	}
+	// Always set, so that a workload image's own LABEL mcpsidecar.kept=1
+	// (image labels are inherited by its container) cannot make gc pass
+	// over a container of a run that asked for nothing to be kept.
+	l[LabelKept] = "0"
 	if in.Keep {
 		l[LabelKept] = "1"
 	}
