@@ -216,7 +216,7 @@ type ScopeVerdict struct {
 //	bad     any       anything               deny (malformed scope)
 //	valid   agent     anything               deny (impersonation: the claim is not the sidecar's)
 //	valid   sidecar   unknown server         deny
-//	valid   sidecar   that server's host     allow
+//	valid   sidecar   that server's host     allow (its declared port only)
 //	valid   sidecar   any other host         deny (outside the server's scope)
 func (s *Scoper) Judge(r ScopeRequest) ScopeVerdict {
 	dest := hostPort{canonHost(r.Host), r.Port}
@@ -224,8 +224,11 @@ func (s *Scoper) Judge(r ScopeRequest) ScopeVerdict {
 		if r.FromSidecar {
 			return ScopeVerdict{Scope{Role: RoleSidecar}, false, "the sidecar sent no " + HeaderScope + ": every sidecar request names the server it acts for"}
 		}
-		if slices.Contains(s.all, dest) {
-			return ScopeVerdict{Scope{Role: RoleAgent}, false, fmt.Sprintf("%s is a declared MCP server's host: only the sidecar reaches it, under that server's scope", hostPortString(dest))}
+		// Every port of a server's host is the server's: a server declared
+		// at mcp.example.com:443 does not leave mcp.example.com:80 to the
+		// agent.
+		if slices.ContainsFunc(s.all, func(hp hostPort) bool { return hp.host == dest.host }) {
+			return ScopeVerdict{Scope{Role: RoleAgent}, false, fmt.Sprintf("%s is a declared MCP server's host (any port): only the sidecar reaches it, under that server's scope", hostPortString(dest))}
 		}
 		return ScopeVerdict{Scope{Role: RoleAgent}, true, ""}
 	}
