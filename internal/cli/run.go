@@ -47,7 +47,7 @@ type sandboxOptions struct {
 	allowOldEngine bool
 	gatewayEngine  string // orchestrate.EngineOurs or EngineSquid
 	squidImage     string
-	subnetPool     string // CIDR, orchestrate.ParseSubnetPool
+	subnetPool     string        // CIDR, orchestrate.ParseSubnetPool
 	own            workloadFlags // --image, --pull, -- CMD (run_workload.go)
 
 	serializeEvidence bool
