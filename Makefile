@@ -38,6 +38,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzNormalizeHost$$' -fuzztime $(FUZZCOUNT) ./internal/netpolicy/
 	$(GO) test -run '^$$' -fuzz '^FuzzAuthorize$$' -fuzztime $(FUZZCOUNT) ./internal/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzCredentialListener$$' -fuzztime $(FUZZCOUNT) ./internal/egress/
+	$(GO) test -run '^$$' -fuzz '^FuzzRecorderFraming$$' -fuzztime $(FUZZCOUNT) ./internal/egress/
 	$(GO) test -run '^$$' -fuzz '^FuzzParsePolicy$$' -fuzztime $(FUZZCOUNT) ./internal/harden/
 	$(GO) test -run '^$$' -fuzz '^FuzzBuild$$' -fuzztime $(FUZZCOUNT) ./internal/timeline/
 
