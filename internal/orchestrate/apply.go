@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
@@ -555,21 +556,33 @@ func (s *Session) Kill(ctx context.Context, role string) error {
 // Stop kills the service containers (not yet removed) and records their
 // exit codes, so metadata can say how each ended.
 func (s *Session) Stop(ctx context.Context) {
+	// The containers are stopped together: each one's graceful exit
+	// (closing its listeners, flushing its log) would otherwise add up.
+	var wg sync.WaitGroup
 	for _, c := range s.Containers {
 		if c.ExitCode != nil || c.wait == nil {
 			continue
 		}
-		if st, err := s.Engine.InspectContainer(ctx, c.ID); err != nil || !st.Running {
-			continue // never started, or already gone: nothing to wait for
-		}
-		_ = s.Engine.KillContainer(ctx, c.ID, "TERM")
-		select {
-		case r := <-c.wait:
-			code := r.ExitCode
-			c.ExitCode = &code
-		case <-time.After(5 * time.Second):
-			_ = s.Engine.KillContainer(ctx, c.ID, "KILL")
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.stop(ctx, c)
+		}()
+	}
+	wg.Wait()
+}
+
+func (s *Session) stop(ctx context.Context, c *Container) {
+	if st, err := s.Engine.InspectContainer(ctx, c.ID); err != nil || !st.Running {
+		return // never started, or already gone: nothing to wait for
+	}
+	_ = s.Engine.KillContainer(ctx, c.ID, "TERM")
+	select {
+	case r := <-c.wait:
+		code := r.ExitCode
+		c.ExitCode = &code
+	case <-time.After(5 * time.Second):
+		_ = s.Engine.KillContainer(ctx, c.ID, "KILL")
 	}
 }
 
