@@ -90,6 +90,7 @@ type htmlView struct {
 	QuestionRecorded bool
 	Hardening        []hardView
 	Softenings       []softGroup
+	Credentials      []credView
 	Denials          DenialSummary
 	ChecksOpen       bool
 	ChecksPassed     int
@@ -97,6 +98,12 @@ type htmlView struct {
 	// ProbeFilter is the verdict filter checked when the page opens:
 	// violations when there are any, else all.
 	ProbeFilter string
+}
+
+// credView is where one credential of the run lived.
+type credView struct {
+	Variable, Host, Where string
+	InSandbox             bool
 }
 
 type netView struct {
@@ -173,6 +180,9 @@ func (t *Timeline) view() *htmlView {
 		v.Hardening = append(v.Hardening, hardViewOf(h))
 	}
 	v.Softenings = softGroups(t.Softenings)
+	for _, c := range t.Credentials {
+		v.Credentials = append(v.Credentials, credView{Variable: c.Variable, Host: orDash(c.Host), Where: c.Where(), InSandbox: c.Lives != CredentialInGateway})
+	}
 	v.Denials = t.Denials()
 	if t.Verdict != nil {
 		for _, c := range t.Verdict.Checks {
