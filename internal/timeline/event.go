@@ -90,6 +90,9 @@ type Event struct {
 	Decision   string `json:"decision,omitempty"`
 	Rule       string `json:"rule,omitempty"`
 	Reason     string `json:"reason,omitempty"`
+	// Credential is "injected" or "refused" for a request on the
+	// gateway's credential listener.
+	Credential string `json:"credential,omitempty"`
 	BytesUp    int64  `json:"bytes_up,omitempty"`
 	BytesDown  int64  `json:"bytes_down,omitempty"`
 

@@ -353,6 +353,9 @@ func (t *Timeline) ExpectedDenial(e *Event) (bool, string) {
 		if strings.HasSuffix(host, ".invalid") {
 			return true, "doctor's own check: the gateway must refuse a name under .invalid"
 		}
+		if e.Credential == "refused" && e.ResolvedIP == "" {
+			return true, "doctor's own check: the credential listener must refuse a model request without the run's placeholder"
+		}
 	case "test-sandbox":
 		return true, "a probe trying a way out on purpose: the refusal is the wall holding"
 	}

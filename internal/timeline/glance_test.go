@@ -94,6 +94,9 @@ func TestExpectedDenials(t *testing.T) {
 		want    bool
 	}{
 		{"doctor", deny, true}, {"doctor", other, false}, {"doctor", allow, false},
+		{"doctor", Event{Kind: KindEgress, Decision: "deny", Method: "POST", Host: "api.openai.com", Port: "443", Credential: "refused"}, true},
+		{"doctor", Event{Kind: KindEgress, Decision: "deny", Method: "POST", Host: "api.openai.com", Port: "443", Credential: "refused", ResolvedIP: "192.0.2.1"}, false},
+		{"run", Event{Kind: KindEgress, Decision: "deny", Method: "POST", Host: "api.openai.com", Port: "443", Credential: "refused"}, false},
 		{"test-sandbox", other, true}, {"run", deny, false}, {"run", other, false}, {"", deny, false},
 	} {
 		tl := &Timeline{Command: tt.command}

@@ -42,7 +42,8 @@ type decisionLine struct {
 	BytesDown     int64     `json:"bytes_down"`
 	DurationMS    float64   `json:"duration_ms"`
 	CorrelationID string    `json:"correlation_id"`
-	Error         string    `json:"error"` // an allowed request that failed upstream
+	Error         string    `json:"error"`      // an allowed request that failed upstream
+	Credential    string    `json:"credential"` // "injected" | "refused" on the credential listener
 }
 
 // turnLine is one line of agent-turns.jsonl.
