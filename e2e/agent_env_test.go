@@ -55,8 +55,8 @@ func agRemoveLeftovers(id string, fx agFixtures) {
 	}
 	nets, _ := dockerErr("network", "ls", "-q", "--filter", filter)
 	for _, n := range strings.Fields(nets) {
-		for _, c := range []string{fx.model, fx.learn} {
-			dockerErr("network", "disconnect", "--force", n, c)
+		for _, c := range fx.all() {
+			dockerErr("network", "disconnect", "--force", n, c.name)
 		}
 		dockerErr("network", "rm", n)
 	}
@@ -125,9 +125,19 @@ func agFixtureImage(t *testing.T, id, dir string) string {
 	return image
 }
 
-// agFixtures are the two fixture containers and their own network.
+// agFixtures are the two fixture containers and their own network, and
+// any extra fixture a test started (joined under its alias too).
 type agFixtures struct {
 	network, model, learn string
+	extra                 []agAlias
+}
+
+// agAlias is a fixture container and the name it answers to.
+type agAlias struct{ name, alias string }
+
+// all is every fixture with its alias.
+func (fx agFixtures) all() []agAlias {
+	return append([]agAlias{{fx.model, agModelHost}, {fx.learn, agLearnHost}}, fx.extra...)
 }
 
 // agStartFixtures starts both fixtures, hardened, on an internal network
@@ -250,7 +260,7 @@ func (w *agWatcher) ours(network string) bool {
 }
 
 func (w *agWatcher) join(network string) {
-	for _, c := range []struct{ name, alias string }{{w.fx.model, agModelHost}, {w.fx.learn, agLearnHost}} {
+	for _, c := range w.fx.all() {
 		if _, err := dockerErr("network", "connect", "--alias", c.alias, network, c.name); err != nil {
 			w.fail(err)
 		}
@@ -318,8 +328,8 @@ func (w *agWatcher) leave() {
 	w.mu.Lock()
 	network := w.egress
 	w.mu.Unlock()
-	for _, c := range []string{w.fx.model, w.fx.learn} {
-		if _, err := dockerErr("network", "disconnect", "--force", network, c); err != nil {
+	for _, c := range w.fx.all() {
+		if _, err := dockerErr("network", "disconnect", "--force", network, c.name); err != nil {
 			w.fail(err)
 		}
 	}
