@@ -96,7 +96,7 @@ func agCerts(t *testing.T, dir string) string {
 	caCert, _ := x509.ParseCertificate(caDER)
 	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: agLearnHost}, DNSNames: []string{agLearnHost},
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: agLearnHost}, DNSNames: []string{agLearnHost, mcpHostA},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}

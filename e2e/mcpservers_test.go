@@ -4,7 +4,9 @@ package e2e
 
 // Issue 17, item 6: declared [[mcp_servers]] end to end. Two fake MCP
 // servers (internal/sidecar/mcpfake, `fixture mcp`) run as fixture
-// containers answering as mcp-a.e2e.test and mcp-b.e2e.test on the run's
+// containers answering as mcp-a.e2e.test (https, with the test CA's
+// certificate, which agCerts issues for it too) and mcp-b.e2e.test:8080
+// (plain http, a host:port entry of the allowlist) on the run's
 // egress network; server a requires a bearer token that the spec gives
 // through [[credentials]] from a host variable. The workload is
 // e2e/fixtures/cmd/mcpcall in a FROM-scratch image (`run --image`): the
@@ -28,7 +30,7 @@ import (
 const (
 	mcpHostA = "mcp-a.e2e.test"
 	mcpHostB = "mcp-b.e2e.test"
-	mcpURLA  = "http://" + mcpHostA + ":8080/mcp"
+	mcpURLA  = "https://" + mcpHostA + "/mcp" // a credential goes only over https
 	mcpURLB  = "http://" + mcpHostB + ":8080/mcp"
 )
 
@@ -36,7 +38,7 @@ const (
 func mcpSpec(driftA string) string {
 	return `schema_version = 1
 capabilities = ["network", "mcp_client", "openai_agents"]
-allowed_domains = ["` + agModelHost + `", "` + mcpHostA + `:8080", "` + mcpHostB + `:8080"]
+allowed_domains = ["` + agModelHost + `", "` + mcpHostA + `", "` + mcpHostB + `:8080"]
 # The fixtures get addresses on the run's own egress network.
 allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 
@@ -96,13 +98,13 @@ func mcpStart(t *testing.T, s agSetup, specFile, spec, token, describeA, workloa
 	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
 	fx := agStartFixtures(t, r.id, s.image, s.key, "task")
 	common := []string{"run", "-d", "--label", "mcpsidecar.test=1", "--network", fx.network, "--read-only",
-		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532", "--memory", "128m", "--pids-limit", "64"}
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532", "--sysctl", "net.ipv4.ip_unprivileged_port_start=0", "--memory", "128m", "--pids-limit", "64"}
 	r.fixA, r.fixB = "mcpsidecar-e2e-"+r.id+"-mcp-a", "mcpsidecar-e2e-"+r.id+"-mcp-b"
 	for _, c := range []struct {
 		name string
 		args []string
 	}{
-		{r.fixA, []string{"mcp", "--listen", ":8080", "--path", "/mcp", "--name", "a", "--tools", "echo_a,fetch_a", "--token", token, "--describe", describeA}},
+		{r.fixA, []string{"mcp", "--listen", ":443", "--tls-cert", "/certs/learn.pem", "--tls-key", "/certs/learn-key.pem", "--path", "/mcp", "--name", "a", "--tools", "echo_a,fetch_a", "--token", token, "--describe", describeA}},
 		{r.fixB, []string{"mcp", "--listen", ":8080", "--path", "/mcp", "--name", "b", "--tools", "echo_b"}},
 	} {
 		name := c.name
