@@ -573,10 +573,14 @@ func (s *Session) Stop(ctx context.Context) {
 }
 
 func (s *Session) stop(ctx context.Context, c *Container) {
-	if st, err := s.Engine.InspectContainer(ctx, c.ID); err != nil || !st.Running {
-		return // never started, or already gone: nothing to wait for
+	// The signal first: the engine refuses it for a container that is not
+	// running, and only then is it worth a look (one round trip saved on
+	// the usual path, a running server).
+	if err := s.Engine.KillContainer(ctx, c.ID, "TERM"); err != nil {
+		if st, err := s.Engine.InspectContainer(ctx, c.ID); err != nil || !st.Running {
+			return // never started, or already gone: nothing to wait for
+		}
 	}
-	_ = s.Engine.KillContainer(ctx, c.ID, "TERM")
 	select {
 	case r := <-c.wait:
 		code := r.ExitCode
@@ -586,21 +590,38 @@ func (s *Session) stop(ctx context.Context, c *Container) {
 	}
 }
 
-// Teardown removes every container the session created (in reverse order),
-// then every network. It keeps going past errors and returns them joined.
+// Teardown removes every container the session created, then every
+// network. The containers are removed together, then the networks together
+// (each removal is an engine round trip that would otherwise add up); no
+// network is removed before every container removal has returned. It keeps
+// going past errors and returns them joined, in reverse order of creation
+// (containers first).
 func (s *Session) Teardown(ctx context.Context) error {
-	var errs []error
-	for i := len(s.Containers) - 1; i >= 0; i-- {
-		if err := s.Engine.RemoveContainer(ctx, s.Containers[i].ID); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for i := len(s.Networks) - 1; i >= 0; i-- {
-		if err := s.Engine.RemoveNetwork(ctx, s.Networks[i].ID); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	errs := removeAll(len(s.Containers), func(i int) error { return s.Engine.RemoveContainer(ctx, s.Containers[i].ID) })
+	errs = append(errs, removeAll(len(s.Networks), func(i int) error { return s.Engine.RemoveNetwork(ctx, s.Networks[i].ID) })...)
 	return errors.Join(errs...)
+}
+
+// removeAll runs remove for every index at once and returns the errors in
+// reverse index order.
+func removeAll(n int, remove func(i int) error) []error {
+	got := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got[i] = remove(i)
+		}()
+	}
+	wg.Wait()
+	var errs []error
+	for i := n - 1; i >= 0; i-- {
+		if got[i] != nil {
+			errs = append(errs, got[i])
+		}
+	}
+	return errs
 }
 
 // RemoveCommand is the docker command that removes what --keep kept.

@@ -190,23 +190,33 @@ func createdRemoved(calls, failed []string) (created, removed []string) {
 	return created, removed
 }
 
-// assertAllRemoved: everything created was removed, containers in reverse
-// order of creation, then networks in reverse order.
+// assertAllRemoved: everything created was removed once, every container
+// before any network (teardown removes the containers together, then the
+// networks together, so the order within each group is not fixed).
 func assertAllRemoved(t *testing.T, f *dockerxtest.Engine) {
 	t.Helper()
 	created, removed := createdRemoved(f.CallList(), f.FailedList())
-	var want []string
-	for i := len(created) - 1; i >= 0; i-- {
-		if strings.HasPrefix(created[i], "id-") {
-			want = append(want, created[i])
+	group := func(ids []string) (containers, networks []string) {
+		for _, id := range ids {
+			if strings.HasPrefix(id, "id-") {
+				containers = append(containers, id)
+			} else if strings.HasPrefix(id, "net-") {
+				networks = append(networks, id)
+			}
 		}
+		slices.Sort(containers)
+		slices.Sort(networks)
+		return containers, networks
 	}
-	for i := len(created) - 1; i >= 0; i-- {
-		if strings.HasPrefix(created[i], "net-") {
-			want = append(want, created[i])
-		}
+	wc, wn := group(created)
+	want := append(wc, wn...)
+	gc, gn := group(removed)
+	got := append(gc, gn...)
+	if i := slices.IndexFunc(removed, func(id string) bool { return strings.HasPrefix(id, "net-") }); i >= 0 &&
+		slices.ContainsFunc(removed[i:], func(id string) bool { return strings.HasPrefix(id, "id-") }) {
+		t.Errorf("a network was removed before a container: %q", removed)
 	}
-	if diff := cmp.Diff(want, removed); diff != "" {
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("removed (-want +got):\n%s\ncalls: %q", diff, f.CallList())
 	}
 }
