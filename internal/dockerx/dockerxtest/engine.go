@@ -318,6 +318,9 @@ func (f *Engine) InspectContainer(_ context.Context, id string) (dockerx.Contain
 
 func (f *Engine) KillContainer(_ context.Context, id, signal string) error {
 	f.Record("kill %s %s", id, signal)
+	if f.Stopped { // as the engine: 409, the container is not running
+		return fmt.Errorf("cannot kill container %s: container is not running", id)
+	}
 	f.Exit(id, 137)
 	return nil
 }
