@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -90,14 +91,31 @@ func (n NetworkSpec) ipam() (*network.IPAM, error) {
 	return &network.IPAM{Driver: "default", Config: []network.IPAMConfig{cfg}}, nil
 }
 
-// RemoveNetwork removes a network; one already gone is not an error.
+// RemoveNetwork removes a network; one already gone is not an error. A
+// network that still has endpoints (a container the engine is still
+// detaching, or one a user attached) is retried for a few seconds before
+// the error stands.
 func (c *Client) RemoveNetwork(ctx context.Context, id string) error {
-	_, err := c.api.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
-	if err != nil && !IsNotFound(err) {
-		return fmt.Errorf("removing network %s: %w", id, err)
+	deadline := time.Now().Add(networkBusyRetry)
+	for {
+		_, err := c.api.NetworkRemove(ctx, id, client.NetworkRemoveOptions{})
+		if err == nil || IsNotFound(err) {
+			return nil
+		}
+		if !strings.Contains(err.Error(), "active endpoints") || time.Now().After(deadline) {
+			return fmt.Errorf("removing network %s: %w", id, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("removing network %s: %w", id, err)
+		case <-time.After(250 * time.Millisecond):
+		}
 	}
-	return nil
 }
+
+// networkBusyRetry is how long RemoveNetwork retries a network that still
+// has active endpoints.
+const networkBusyRetry = 10 * time.Second
 
 // ListNetworks lists networks carrying labels (every network when labels
 // is empty), with their IPv4 and IPv6 subnets.
