@@ -94,7 +94,13 @@ func TestCredentialRoute(t *testing.T) {
 	if calls[0].Header.Get(egress.HeaderScope) != "" {
 		t.Error("the scope header reached the server")
 	}
+	// The gateway writes a request's line when the exchange ends, which
+	// can be just after the sidecar has its answer: wait for it.
 	log := decisions.String()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && !strings.Contains(log, `"scope":"sidecar/a/search"`); {
+		time.Sleep(10 * time.Millisecond)
+		log = decisions.String()
+	}
 	if !strings.Contains(log, `"scope":"sidecar/a/search"`) || !strings.Contains(log, `"credential":"injected"`) {
 		t.Errorf("decision log lacks the sidecar's scope or the injection:\n%s", log)
 	}
