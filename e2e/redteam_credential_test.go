@@ -32,7 +32,7 @@ import (
 func TestRedteamCredentialTraceReflectsKey(t *testing.T) {
 	bin := os.Getenv("MCPSIDECAR_BIN")
 	if bin == "" {
-		t.Skip("MCPSIDECAR_BIN is not set")
+		t.Fatal("MCPSIDECAR_BIN is not set: build the binary (make build) and point MCPSIDECAR_BIN at it; `make e2e` does both")
 	}
 	up, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

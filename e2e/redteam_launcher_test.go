@@ -95,7 +95,7 @@ func redteamRun(t *testing.T, img string) (int, string, string) {
 	t.Helper()
 	bin := os.Getenv("MCPSIDECAR_BIN")
 	if bin == "" {
-		t.Skip("MCPSIDECAR_BIN is not set")
+		t.Fatal("MCPSIDECAR_BIN is not set: build the binary (make build) and point MCPSIDECAR_BIN at it; `make e2e` does both")
 	}
 	cmd := exec.Command(bin, "run", "--allow-old-engine", "--quiet", "--runs-dir", t.TempDir(), "--timeout", "2m",
 		"--image", img, "--pull", "never")
