@@ -22,7 +22,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+	"github.com/mcpsidecar/mcpsidecar/scripts/internal/benchkit"
 )
 
 type options struct {
@@ -60,14 +60,8 @@ func main() {
 }
 
 // proxy is one engine under test.
-type proxy struct {
-	name string
-	addr string
-	cmd  *exec.Cmd
-}
-
 func run(o options) error {
-	raiseNoFile()
+	benchkit.RaiseNoFile()
 	dir, err := os.MkdirTemp("", "gatewaybench-")
 	if err != nil {
 		return err
@@ -86,33 +80,33 @@ func run(o options) error {
 	if err != nil {
 		return err
 	}
-	defer stop(ours)
+	defer benchkit.Stop(ours)
 	sq, err := startSquid(o.squid, dir, cfg)
 	if err != nil {
 		return err
 	}
-	defer stop(sq)
+	defer benchkit.Stop(sq)
 	target := fmt.Sprintf("127.0.0.1:%d", up.port)
-	engines := []*proxy{ours, sq}
+	engines := []*benchkit.Proxy{ours, sq}
 	res := map[string]*figures{"ours": {}, "squid": {}}
 	for _, p := range engines {
-		res[p.name].rssStart = rss(p.cmd.Process.Pid)
+		res[p.Name].rssStart = benchkit.RSS(p.Cmd.Process.Pid)
 	}
 	// The machine is shared and noisy: alternate the engines round by
 	// round so both see the same conditions, and report medians.
 	for round := range o.rounds {
 		for _, p := range engines {
-			if err := res[p.name].round(o, p, target); err != nil {
-				return fmt.Errorf("%s, round %d: %w", p.name, round, err)
+			if err := res[p.Name].round(o, p, target); err != nil {
+				return fmt.Errorf("%s, round %d: %w", p.Name, round, err)
 			}
 		}
 	}
 	for _, p := range engines {
 		held, err := idleTunnels(p, target, o.idleN)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
+			return fmt.Errorf("%s: %w", p.Name, err)
 		}
-		res[p.name].rssIdle = held
+		res[p.Name].rssIdle = held
 	}
 	direct := directLatency(o, target)
 	printTable(o, res, direct)
@@ -126,16 +120,16 @@ type figures struct {
 	rssStart, rssIdle int64
 }
 
-func (f *figures) round(o options, p *proxy, target string) error {
-	one, err := throughput(p.addr, target, 1, o.oneBytes)
+func (f *figures) round(o options, p *benchkit.Proxy, target string) error {
+	one, err := throughput(p.Addr, target, 1, o.oneBytes)
 	if err != nil {
 		return err
 	}
-	many, err := throughput(p.addr, target, o.manyStreams, o.manyBytes)
+	many, err := throughput(p.Addr, target, o.manyStreams, o.manyBytes)
 	if err != nil {
 		return err
 	}
-	lat, err := latency(p.addr, target, o.latencyN)
+	lat, err := latency(p.Addr, target, o.latencyN)
 	if err != nil {
 		return err
 	}
@@ -145,8 +139,8 @@ func (f *figures) round(o options, p *proxy, target string) error {
 
 func (f *figures) row() []string {
 	return []string{
-		fmt.Sprintf("%.0f", pct(f.one, 50)), fmt.Sprintf("%.0f", pct(f.many, 50)),
-		fmt.Sprintf("%.0f / %.0f", pct(f.lat, 50), pct(f.lat, 99)),
+		fmt.Sprintf("%.0f", benchkit.Pct(f.one, 50)), fmt.Sprintf("%.0f", benchkit.Pct(f.many, 50)),
+		fmt.Sprintf("%.0f / %.0f", benchkit.Pct(f.lat, 50), benchkit.Pct(f.lat, 99)),
 		fmt.Sprintf("%.1f", float64(f.rssStart)/(1<<20)), fmt.Sprintf("%.1f", float64(f.rssIdle)/(1<<20)),
 	}
 }
@@ -164,7 +158,7 @@ func printTable(o options, res map[string]*figures, direct []float64) {
 	for i, n := range names {
 		fmt.Printf("| %s | %s | %s |\n", n, rows["ours"][i], rows["squid"][i])
 	}
-	fmt.Printf("\nDirect connection to first byte (no proxy), p50 / p99: %.0f / %.0f µs.\n", pct(direct, 50), pct(direct, 99))
+	fmt.Printf("\nDirect connection to first byte (no proxy), p50 / p99: %.0f / %.0f µs.\n", benchkit.Pct(direct, 50), benchkit.Pct(direct, 99))
 }
 
 // upstream serves: "S <n>\n" streams n bytes; "I\n" holds the connection
@@ -213,31 +207,6 @@ func serveUpstream(c net.Conn) {
 	}
 }
 
-// tunnel opens a CONNECT tunnel through the proxy and returns the reader
-// positioned after the upstream's first byte.
-func tunnel(proxyAddr, target string) (net.Conn, *bufio.Reader, error) {
-	c, err := net.Dial("tcp", proxyAddr)
-	if err != nil {
-		return nil, nil, err
-	}
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
-	br := bufio.NewReaderSize(c, 64<<10)
-	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	if resp.StatusCode != 200 {
-		c.Close()
-		return nil, nil, fmt.Errorf("CONNECT %s: %s", target, resp.Status)
-	}
-	if b, err := br.ReadByte(); err != nil || b != '!' {
-		c.Close()
-		return nil, nil, fmt.Errorf("first byte: %v", err)
-	}
-	return c, br, nil
-}
-
 func throughput(proxyAddr, target string, streams int, each int64) (float64, error) {
 	var wg sync.WaitGroup
 	errs := make(chan error, streams)
@@ -246,7 +215,7 @@ func throughput(proxyAddr, target string, streams int, each int64) (float64, err
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c, br, err := tunnel(proxyAddr, target)
+			c, br, err := benchkit.Tunnel(proxyAddr, target)
 			if err != nil {
 				errs <- err
 				return
@@ -276,7 +245,7 @@ func latency(proxyAddr, target string, n int) ([]float64, error) {
 	var out []float64
 	for range n {
 		start := time.Now()
-		c, _, err := tunnel(proxyAddr, target)
+		c, _, err := benchkit.Tunnel(proxyAddr, target)
 		if err != nil {
 			return nil, err
 		}
@@ -304,7 +273,7 @@ func directLatency(o options, target string) []float64 {
 
 // idleTunnels opens n tunnels, leaves them idle, and returns the proxy's
 // resident memory (with its children, for Squid's helpers).
-func idleTunnels(p *proxy, target string, n int) (int64, error) {
+func idleTunnels(p *benchkit.Proxy, target string, n int) (int64, error) {
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -312,7 +281,7 @@ func idleTunnels(p *proxy, target string, n int) (int64, error) {
 		}
 	}()
 	for range n {
-		c, _, err := tunnel(p.addr, target)
+		c, _, err := benchkit.Tunnel(p.Addr, target)
 		if err != nil {
 			return 0, fmt.Errorf("tunnel %d: %w", len(conns), err)
 		}
@@ -320,55 +289,11 @@ func idleTunnels(p *proxy, target string, n int) (int64, error) {
 		conns = append(conns, c)
 	}
 	time.Sleep(2 * time.Second)
-	return rss(p.cmd.Process.Pid), nil
+	return benchkit.RSS(p.Cmd.Process.Pid), nil
 }
 
-func pct(v []float64, p int) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
-}
-
-// rss is VmRSS of pid plus its direct children, in bytes.
-func rss(pid int) int64 {
-	total := vmRSS(pid)
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	for _, k := range strings.Fields(string(kids)) {
-		if n, err := strconv.Atoi(k); err == nil {
-			total += vmRSS(n)
-		}
-	}
-	return total
-}
-
-func vmRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func startOurs(bin, dir string, cfg netpolicy.Config) (*proxy, error) {
-	addr, err := freePort()
+func startOurs(bin, dir string, cfg netpolicy.Config) (*benchkit.Proxy, error) {
+	addr, err := benchkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -384,8 +309,8 @@ func startOurs(bin, dir string, cfg netpolicy.Config) (*proxy, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proxy{name: "ours", addr: addr, cmd: cmd}
-	return p, waitHealthy(p, func() bool {
+	p := &benchkit.Proxy{Name: "ours", Addr: addr, Cmd: cmd}
+	return p, benchkit.WaitHealthy(p, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -394,8 +319,8 @@ func startOurs(bin, dir string, cfg netpolicy.Config) (*proxy, error) {
 	})
 }
 
-func startSquid(bin, dir string, cfg netpolicy.Config) (*proxy, error) {
-	addr, err := freePort()
+func startSquid(bin, dir string, cfg netpolicy.Config) (*benchkit.Proxy, error) {
+	addr, err := benchkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -416,43 +341,12 @@ func startSquid(bin, dir string, cfg netpolicy.Config) (*proxy, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proxy{name: "squid", addr: addr, cmd: cmd}
-	return p, waitHealthy(p, func() bool {
-		c, _, err := tunnel(addr, "127.0.0.1:1")
+	p := &benchkit.Proxy{Name: "squid", Addr: addr, Cmd: cmd}
+	return p, benchkit.WaitHealthy(p, func() bool {
+		c, _, err := benchkit.Tunnel(addr, "127.0.0.1:1")
 		if c != nil {
 			c.Close()
 		}
 		return err != nil && !errors.Is(err, syscall.ECONNREFUSED) && !strings.Contains(err.Error(), "connection refused")
 	})
-}
-
-func waitHealthy(p *proxy, ok func() bool) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	stop(p)
-	return fmt.Errorf("%s never became ready", p.name)
-}
-
-func stop(p *proxy) {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		p.cmd.Process.Kill()
-	}
-}
-
-func raiseNoFile() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil {
-		l.Cur = l.Max
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-	}
 }

@@ -18,7 +18,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -30,7 +29,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +38,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+	"github.com/mcpsidecar/mcpsidecar/scripts/internal/benchkit"
 )
 
 type options struct {
@@ -74,11 +73,6 @@ func main() {
 	}
 }
 
-type proxy struct {
-	name, addr string
-	cmd        *exec.Cmd
-}
-
 type figures struct {
 	rps, p50, cpuReq, connsPer100 []float64
 	seqP50, seqP99, concP50       []float64
@@ -87,7 +81,7 @@ type figures struct {
 }
 
 func run(o options) error {
-	raiseNoFile()
+	benchkit.RaiseNoFile()
 	dir, err := os.MkdirTemp("", "proxybench-")
 	if err != nil {
 		return err
@@ -102,14 +96,14 @@ func run(o options) error {
 	// Squid checks Safe_ports before SSL_ports, so the ports go in both lists.
 	cfg.ConnectPorts = append(cfg.ConnectPorts, up.port, up.httpPort)
 	cfg.HTTPPorts = append(cfg.HTTPPorts, up.port, up.httpPort)
-	var engines []*proxy
+	var engines []*benchkit.Proxy
 	defer func() {
 		for _, p := range engines {
-			stop(p)
+			benchkit.Stop(p)
 		}
 	}()
 	for _, name := range strings.Split(o.engines, ",") {
-		var p *proxy
+		var p *benchkit.Proxy
 		switch name {
 		case "ours":
 			p, err = startOurs(o, dir, cfg)
@@ -128,53 +122,53 @@ func run(o options) error {
 	target := fmt.Sprintf("127.0.0.1:%d", up.port)
 	res := map[string]*figures{}
 	for _, p := range engines {
-		res[p.name] = &figures{}
+		res[p.Name] = &figures{}
 	}
 	for round := range o.rounds {
 		for _, p := range engines {
-			if err := res[p.name].round(o, p, up, target); err != nil {
-				return fmt.Errorf("%s, round %d: %w", p.name, round, err)
+			if err := res[p.Name].round(o, p, up, target); err != nil {
+				return fmt.Errorf("%s, round %d: %w", p.Name, round, err)
 			}
-			fmt.Fprintf(os.Stderr, "round %d %s done\n", round, p.name)
+			fmt.Fprintf(os.Stderr, "round %d %s done\n", round, p.Name)
 		}
 	}
 	for _, p := range engines {
 		held, err := idleTunnels(p, target, o.idleN)
 		if err != nil {
-			return fmt.Errorf("%s: %w", p.name, err)
+			return fmt.Errorf("%s: %w", p.Name, err)
 		}
-		res[p.name].rssIdle = float64(held) / (1 << 20)
+		res[p.Name].rssIdle = float64(held) / (1 << 20)
 	}
 	printTable(o, engines, res)
 	return nil
 }
 
-func (f *figures) round(o options, p *proxy, up *upstream, target string) error {
+func (f *figures) round(o options, p *benchkit.Proxy, up *upstream, target string) error {
 	rps, p50, cpu, conns, err := plainHTTP(o, p, up, fmt.Sprintf("127.0.0.1:%d", up.httpPort))
 	if err != nil {
 		return fmt.Errorf("plain HTTP: %w", err)
 	}
 	f.rps, f.p50, f.cpuReq, f.connsPer100 = append(f.rps, rps), append(f.p50, p50), append(f.cpuReq, cpu), append(f.connsPer100, conns)
-	lat, err := newTunnels(p.addr, target, o.seqN, 1)
+	lat, err := newTunnels(p.Addr, target, o.seqN, 1)
 	if err != nil {
 		return fmt.Errorf("sequential tunnels: %w", err)
 	}
-	f.seqP50, f.seqP99 = append(f.seqP50, pct(lat, 50)), append(f.seqP99, pct(lat, 99))
-	lat, err = newTunnels(p.addr, target, o.concN, o.conc)
+	f.seqP50, f.seqP99 = append(f.seqP50, benchkit.Pct(lat, 50)), append(f.seqP99, benchkit.Pct(lat, 99))
+	lat, err = newTunnels(p.Addr, target, o.concN, o.conc)
 	if err != nil {
 		return fmt.Errorf("concurrent tunnels: %w", err)
 	}
-	f.concP50 = append(f.concP50, pct(lat, 50))
-	cpu0 := cpuTime(p.cmd.Process.Pid)
-	if _, err := throughput(p.addr, target, o.gbBytes); err != nil {
+	f.concP50 = append(f.concP50, benchkit.Pct(lat, 50))
+	cpu0 := benchkit.CPUTime(p.Cmd.Process.Pid)
+	if _, err := throughput(p.Addr, target, o.gbBytes); err != nil {
 		return fmt.Errorf("throughput: %w", err)
 	}
-	f.cpuGB = append(f.cpuGB, (cpuTime(p.cmd.Process.Pid)-cpu0).Seconds()*1000/(float64(o.gbBytes)/1e9))
+	f.cpuGB = append(f.cpuGB, (benchkit.CPUTime(p.Cmd.Process.Pid)-cpu0).Seconds()*1000/(float64(o.gbBytes)/1e9))
 	return nil
 }
 
-func printTable(o options, engines []*proxy, res map[string]*figures) {
-	med := func(v []float64) float64 { return pct(v, 50) }
+func printTable(o options, engines []*benchkit.Proxy, res map[string]*figures) {
+	med := func(v []float64) float64 { return benchkit.Pct(v, 50) }
 	rows := []struct {
 		name string
 		get  func(f *figures) string
@@ -192,20 +186,20 @@ func printTable(o options, engines []*proxy, res map[string]*figures) {
 	}
 	fmt.Printf("| figure (median of %d rounds) |", o.rounds)
 	for _, p := range engines {
-		fmt.Printf(" %s |", p.name)
+		fmt.Printf(" %s |", p.Name)
 	}
 	fmt.Printf("\n|---|%s\n", strings.Repeat("---|", len(engines)))
 	for _, r := range rows {
 		fmt.Printf("| %s |", r.name)
 		for _, p := range engines {
-			fmt.Printf(" %s |", r.get(res[p.name]))
+			fmt.Printf(" %s |", r.get(res[p.Name]))
 		}
 		fmt.Println()
 	}
 	fmt.Println("\nper round:")
 	for _, p := range engines {
-		f := res[p.name]
-		fmt.Printf("%s: req/s %v p50 %v cpu/req %v conns/100 %v seq p50 %v conc p50 %v cpu/GB %v\n", p.name,
+		f := res[p.Name]
+		fmt.Printf("%s: req/s %v p50 %v cpu/req %v conns/100 %v seq p50 %v conc p50 %v cpu/GB %v\n", p.Name,
 			ints(f.rps), ints(f.p50), ints(f.cpuReq), f.connsPer100, ints(f.seqP50), ints(f.concP50), ints(f.cpuGB))
 	}
 }
@@ -287,8 +281,8 @@ func serveTunnel(c net.Conn, br *bufio.Reader) {
 
 // plainHTTP sends o.httpN GET requests through the proxy from
 // o.httpClients keep-alive clients.
-func plainHTTP(o options, p *proxy, up *upstream, target string) (rps, p50, cpuPerReq, connsPer100 float64, err error) {
-	pu, _ := url.Parse("http://" + p.addr)
+func plainHTTP(o options, p *benchkit.Proxy, up *upstream, target string) (rps, p50, cpuPerReq, connsPer100 float64, err error) {
+	pu, _ := url.Parse("http://" + p.Addr)
 	tr := &http.Transport{Proxy: http.ProxyURL(pu), MaxIdleConnsPerHost: o.httpClients, MaxConnsPerHost: o.httpClients}
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 30 * time.Second}
@@ -312,7 +306,7 @@ func plainHTTP(o options, p *proxy, up *upstream, target string) (rps, p50, cpuP
 		return 0, 0, 0, 0, err
 	}
 	conns0 := up.conns.Load()
-	cpu0 := cpuTime(p.cmd.Process.Pid)
+	cpu0 := benchkit.CPUTime(p.Cmd.Process.Pid)
 	var next atomic.Int64
 	lats := make([][]float64, o.httpClients)
 	errs := make(chan error, o.httpClients)
@@ -338,37 +332,14 @@ func plainHTTP(o options, p *proxy, up *upstream, target string) (rps, p50, cpuP
 	if err := <-errs; err != nil {
 		return 0, 0, 0, 0, err
 	}
-	cpu := cpuTime(p.cmd.Process.Pid) - cpu0
+	cpu := benchkit.CPUTime(p.Cmd.Process.Pid) - cpu0
 	var all []float64
 	for _, l := range lats {
 		all = append(all, l...)
 	}
 	n := float64(len(all))
-	return n / elapsed.Seconds(), pct(all, 50), float64(cpu.Microseconds()) / n,
+	return n / elapsed.Seconds(), benchkit.Pct(all, 50), float64(cpu.Microseconds()) / n,
 		float64(up.conns.Load()-conns0) * 100 / n, nil
-}
-
-func tunnel(proxyAddr, target string) (net.Conn, *bufio.Reader, error) {
-	c, err := net.Dial("tcp", proxyAddr)
-	if err != nil {
-		return nil, nil, err
-	}
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\n", target, target)
-	br := bufio.NewReaderSize(c, 64<<10)
-	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
-	if err != nil {
-		c.Close()
-		return nil, nil, err
-	}
-	if resp.StatusCode != 200 {
-		c.Close()
-		return nil, nil, fmt.Errorf("CONNECT %s: %s", target, resp.Status)
-	}
-	if b, err := br.ReadByte(); err != nil || b != '!' {
-		c.Close()
-		return nil, nil, fmt.Errorf("first byte: %v", err)
-	}
-	return c, br, nil
 }
 
 // newTunnels opens n tunnels from conc goroutines and returns each one's
@@ -384,7 +355,7 @@ func newTunnels(proxyAddr, target string, n, conc int) ([]float64, error) {
 			defer wg.Done()
 			for next.Add(1) <= int64(n) {
 				t0 := time.Now()
-				c, _, err := tunnel(proxyAddr, target)
+				c, _, err := benchkit.Tunnel(proxyAddr, target)
 				if err != nil {
 					errs <- err
 					return
@@ -407,7 +378,7 @@ func newTunnels(proxyAddr, target string, n, conc int) ([]float64, error) {
 }
 
 func throughput(proxyAddr, target string, n int64) (float64, error) {
-	c, br, err := tunnel(proxyAddr, target)
+	c, br, err := benchkit.Tunnel(proxyAddr, target)
 	if err != nil {
 		return 0, err
 	}
@@ -421,7 +392,7 @@ func throughput(proxyAddr, target string, n int64) (float64, error) {
 	return float64(n) / 1e6 / time.Since(start).Seconds(), err
 }
 
-func idleTunnels(p *proxy, target string, n int) (int64, error) {
+func idleTunnels(p *benchkit.Proxy, target string, n int) (int64, error) {
 	var conns []net.Conn
 	defer func() {
 		for _, c := range conns {
@@ -429,7 +400,7 @@ func idleTunnels(p *proxy, target string, n int) (int64, error) {
 		}
 	}()
 	for range n {
-		c, _, err := tunnel(p.addr, target)
+		c, _, err := benchkit.Tunnel(p.Addr, target)
 		if err != nil {
 			return 0, fmt.Errorf("tunnel %d: %w", len(conns), err)
 		}
@@ -437,64 +408,7 @@ func idleTunnels(p *proxy, target string, n int) (int64, error) {
 		conns = append(conns, c)
 	}
 	time.Sleep(2 * time.Second)
-	return rss(p.cmd.Process.Pid), nil
-}
-
-func pct(v []float64, p int) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[min(len(s)-1, len(s)*p/100)]
-}
-
-// cpuTime is utime+stime of pid, in clock ticks of 10 ms (USER_HZ 100).
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	// fields after ")": state(0) ... utime(11) stime(12)
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(ut+st) * 10 * time.Millisecond
-}
-
-func rss(pid int) int64 {
-	total := vmRSS(pid)
-	kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-	for _, k := range strings.Fields(string(kids)) {
-		if n, err := strconv.Atoi(k); err == nil {
-			total += vmRSS(n)
-		}
-	}
-	return total
-}
-
-func vmRSS(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.ParseInt(f[1], 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
-
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
+	return benchkit.RSS(p.Cmd.Process.Pid), nil
 }
 
 // command runs bin pinned to the proxy core.
@@ -505,8 +419,8 @@ func command(o options, bin string, args ...string) *exec.Cmd {
 	return exec.Command("taskset", append([]string{"-c", o.proxyCPU, bin}, args...)...)
 }
 
-func startOurs(o options, dir string, cfg netpolicy.Config) (*proxy, error) {
-	addr, err := freePort()
+func startOurs(o options, dir string, cfg netpolicy.Config) (*benchkit.Proxy, error) {
+	addr, err := benchkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -522,8 +436,8 @@ func startOurs(o options, dir string, cfg netpolicy.Config) (*proxy, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proxy{name: "ours", addr: addr, cmd: cmd}
-	return p, waitHealthy(p, func() bool {
+	p := &benchkit.Proxy{Name: "ours", Addr: addr, Cmd: cmd}
+	return p, benchkit.WaitHealthy(p, func() bool {
 		resp, err := http.Get("http://" + addr + "/healthz")
 		if err == nil {
 			resp.Body.Close()
@@ -535,8 +449,8 @@ func startOurs(o options, dir string, cfg netpolicy.Config) (*proxy, error) {
 // startSmokescreen runs smokescreen with no ACL file (every public
 // destination allowed) and loopback's one address let through: the
 // upstream. Its per-request log lines go to a file, as ours and Squid's do.
-func startSmokescreen(o options, dir string) (*proxy, error) {
-	addr, err := freePort()
+func startSmokescreen(o options, dir string) (*benchkit.Proxy, error) {
+	addr, err := benchkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -552,8 +466,8 @@ func startSmokescreen(o options, dir string) (*proxy, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proxy{name: "smokescreen", addr: addr, cmd: cmd}
-	return p, waitHealthy(p, func() bool {
+	p := &benchkit.Proxy{Name: "smokescreen", Addr: addr, Cmd: cmd}
+	return p, benchkit.WaitHealthy(p, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
@@ -562,8 +476,8 @@ func startSmokescreen(o options, dir string) (*proxy, error) {
 	})
 }
 
-func startSquid(o options, dir string, cfg netpolicy.Config) (*proxy, error) {
-	addr, err := freePort()
+func startSquid(o options, dir string, cfg netpolicy.Config) (*benchkit.Proxy, error) {
+	addr, err := benchkit.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -582,45 +496,12 @@ func startSquid(o options, dir string, cfg netpolicy.Config) (*proxy, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	p := &proxy{name: "squid", addr: addr, cmd: cmd}
-	return p, waitHealthy(p, func() bool {
-		c, _, err := tunnel(addr, "127.0.0.1:1")
+	p := &benchkit.Proxy{Name: "squid", Addr: addr, Cmd: cmd}
+	return p, benchkit.WaitHealthy(p, func() bool {
+		c, _, err := benchkit.Tunnel(addr, "127.0.0.1:1")
 		if c != nil {
 			c.Close()
 		}
 		return err != nil && !errors.Is(err, syscall.ECONNREFUSED) && !strings.Contains(err.Error(), "connection refused")
 	})
-}
-
-func waitHealthy(p *proxy, ok func() bool) error {
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if ok() {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	stop(p)
-	return fmt.Errorf("%s never became ready", p.name)
-}
-
-func stop(p *proxy) {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		p.cmd.Process.Kill()
-	}
-}
-
-func raiseNoFile() {
-	var l syscall.Rlimit
-	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &l) == nil {
-		l.Cur = l.Max
-		syscall.Setrlimit(syscall.RLIMIT_NOFILE, &l)
-	}
 }
