@@ -2,8 +2,7 @@ package cli
 
 import (
 	"context"
-	"crypto/x509"
-	"fmt"
+	"errors"
 	"log/slog"
 	"net"
 	"os"
@@ -85,55 +84,29 @@ func (o sidecarOptions) validate() error {
 }
 
 func runSidecar(ctx context.Context, s Streams, o sidecarOptions) error {
-	log := slog.New(slog.NewJSONHandler(s.Err, nil))
-	cfg := sidecar.Config{
+	servers, err := sidecarServers(os.Getenv) // mcp_roles.go: the spec's [[mcp_servers]]
+	if err != nil {
+		return err
+	}
+	cfg := sidecar.ServeConfig{Config: sidecar.Config{
 		UpstreamURL:     o.upstreamURL,
 		UpstreamTimeout: o.upstreamTimeout,
 		MaxSessions:     o.maxSessions,
 		MaxBodyBytes:    o.maxBodyBytes,
 		Proxy:           sidecar.ProxyFromEnv(os.Getenv),
-		Logger:          log,
+		Logger:          slog.New(slog.NewJSONHandler(s.Err, nil)),
 		NoUpstream:      o.noUpstream,
 		PinsOut:         o.pinsOut,
-	}
-	servers, err := sidecarServers(os.Getenv) // mcp_roles.go: the spec's [[mcp_servers]]
-	if err != nil {
-		return err
-	}
-	cfg.Servers = servers
-	if o.auditLog != "" {
-		audit, err := sidecar.OpenAuditLog(o.auditLog)
-		if err != nil {
-			return err
-		}
-		cfg.Audit = audit
-	} else {
-		log.Warn("no --audit-log given: tool calls are not audited")
-	}
-	sc, err := sidecar.New(cfg)
-	if err != nil {
-		_ = cfg.Audit.Close()
+		Servers:         servers,
+	}, Addr: net.JoinHostPort(o.host, strconv.Itoa(o.port)), AuditLog: o.auditLog, GCPercent: sidecar.TuneGC(os.Getenv)}
+	// Without $MCPSIDECAR_HARDEN_POLICY (host use) hardening is a no-op.
+	err = sidecar.Serve(ctx, cfg, func() error {
+		return hardenRole("sidecar", os.Getenv, s.Err, false, auditDir(o.auditLog))
+	})
+	if ce := (*sidecar.ConfigError)(nil); errors.As(err, &ce) {
 		return usageErrorf("%v", err)
 	}
-	addr := net.JoinHostPort(o.host, strconv.Itoa(o.port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		_ = cfg.Audit.Close()
-		return fmt.Errorf("listening on %s: %w", addr, err)
-	}
-	// Hardening goes here, and only here: the audit log and the listener are
-	// open and the system TLS roots are loaded (Go reads them lazily, which
-	// would need read access to /etc/ssl after Landlock), nothing has been
-	// served yet. Without $MCPSIDECAR_HARDEN_POLICY (host use) it is a no-op.
-	_, _ = x509.SystemCertPool()
-	if err := hardenRole("sidecar", os.Getenv, s.Err, false, auditDir(o.auditLog)); err != nil {
-		_ = ln.Close()
-		_ = cfg.Audit.Close()
-		return err
-	}
-	gcPercent := sidecar.TuneGC(os.Getenv)
-	log.Info("sidecar listening", "addr", ln.Addr().String(), "mcp", sidecar.MCPPath, "health", sidecar.HealthPath, "upstream", o.upstreamURL, "no_upstream", o.noUpstream, "gc_percent", gcPercent)
-	return sc.Serve(ctx, ln)
+	return err
 }
 
 // auditDir is where the harden report goes: next to the audit log, in the
