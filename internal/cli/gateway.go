@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"time"
@@ -122,7 +119,6 @@ func loadGatewayPolicy(file string, getenv func(string) string) (*netpolicy.Poli
 }
 
 func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(string) string) error {
-	logger := slog.New(slog.NewJSONHandler(s.Err, nil))
 	policy, err := loadGatewayPolicy(o.policyFile, getenv)
 	if err != nil {
 		return err
@@ -133,67 +129,17 @@ func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(st
 			return err
 		}
 	}
-	dlog := egress.NewDecisionLog(s.Out)
-	if o.decisionLog != "" {
-		if dlog, err = egress.OpenDecisionLog(o.decisionLog); err != nil {
-			return err
-		}
-	}
-	defer dlog.Close()
-	ln, err := net.Listen("tcp", o.listen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", o.listen, err)
-	}
-	defer ln.Close()
-	credLn, err := listenCredentials(o.credListen)
-	if err != nil {
-		return fmt.Errorf("listening on %s: %w", o.credListen, err)
-	}
-	if credLn != nil {
-		defer credLn.Close()
-	}
-	// Hardening goes here: the policy is read, the log and the listener are
-	// open, nothing has been served yet.
-	if err := hardenRole("gateway", getenv, s.Err, false, reportDir(o.decisionLog)); err != nil {
-		return err
-	}
 	scopes, err := gatewayScopes(getenv) // mcp_roles.go: egress scoped per declared MCP server
 	if err != nil {
 		return err
 	}
-	g, err := egress.New(egress.Options{Policy: policy, Log: dlog, RunID: o.runID, Logger: logger, Injection: inject, Scopes: scopes, Limits: egress.Limits{
-		MaxConcurrent: o.maxTunnels, IdleTimeout: o.idleTimeout, MaxDuration: o.maxDuration,
-	}})
-	if err != nil {
-		return err
-	}
-	logger.Info("gateway listening", "addr", ln.Addr().String(), "run_id", o.runID)
-	if credLn != nil {
-		logger.Info("credential listener", "addr", credLn.Addr().String(), "credentials", len(inject.Credentials))
-		go func() {
-			if err := g.ServeCredentials(credLn); err != nil {
-				logger.Error("serving the credential listener", "err", err)
-			}
-		}()
-	}
-	return serveGateway(ctx, g, ln, o.shutdownWait, dlog)
-}
-
-// serveGateway serves until ctx is cancelled (a signal), then shuts down:
-// tunnels closed, decision lines written, the log synced.
-func serveGateway(ctx context.Context, g *egress.Gateway, ln net.Listener, wait time.Duration, dlog *egress.DecisionLog) error {
-	errc := make(chan error, 1)
-	go func() { errc <- g.Serve(ln) }()
-	select {
-	case err := <-errc:
-		return fmt.Errorf("serving gateway: %w", err)
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	err := g.Shutdown(sctx)
-	<-errc
-	return errors.Join(err, dlog.Close())
+	cfg := egress.ServeConfig{Listen: o.listen, CredentialListen: o.credListen, DecisionLog: o.decisionLog, Out: s.Out,
+		Logger: slog.New(slog.NewJSONHandler(s.Err, nil)), Policy: policy, Injection: inject, Scopes: scopes, RunID: o.runID,
+		Limits:       egress.Limits{MaxConcurrent: o.maxTunnels, IdleTimeout: o.idleTimeout, MaxDuration: o.maxDuration},
+		ShutdownWait: o.shutdownWait}
+	return egress.Serve(ctx, cfg, func() error {
+		return hardenRole("gateway", getenv, s.Err, false, reportDir(o.decisionLog))
+	})
 }
 
 // reportDir is where the role writes its harden report: next to the

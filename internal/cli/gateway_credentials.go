@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"encoding/json"
-	"net"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -36,13 +35,4 @@ func loadInjection(getenv func(string) string, unsetenv func(string) error) (*eg
 	}
 	unsetenv(spec.EnvCredentialPlaceholder)
 	return in, nil
-}
-
-// listenCredentials opens the credential listener when the gateway holds
-// credentials, before hardening (which forbids binding a new port).
-func listenCredentials(addr string) (net.Listener, error) {
-	if addr == "" {
-		return nil, nil
-	}
-	return net.Listen("tcp", addr)
 }

@@ -1,0 +1,107 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+// ServeConfig is what the gateway role needs to start.
+type ServeConfig struct {
+	Listen           string // host:port of the proxy
+	CredentialListen string // host:port of the credential listener; "": none
+	// DecisionLog is the file decision lines are appended to; "" writes
+	// them to Out.
+	DecisionLog string
+	Out         io.Writer
+	Logger      *slog.Logger // operational messages; nil: discarded
+	Policy      *netpolicy.Policy
+	Injection   *Injection // the credentials held; required with CredentialListen
+	Scopes      *Scoper    // nil: no declared MCP servers
+	RunID       string
+	Limits      Limits
+	// ShutdownWait bounds how long shutdown waits for forwarded requests.
+	ShutdownWait time.Duration
+}
+
+// listen is net.Listen; the tests that check the start order replace it.
+var listen = net.Listen
+
+// Serve runs the gateway role in its security-critical order: open the
+// decision log, listen on the proxy port and the credential port, then
+// call harden, and only then build the gateway and serve, until ctx is
+// cancelled; shutdown closes every tunnel, writes the last decision lines
+// and syncs the log. harden installs the in-process restrictions, which
+// forbid opening a file or binding a port afterwards; the threat it
+// answers is a request served with the container's full rights. A harden
+// error is returned as it is, and nothing is served.
+func Serve(ctx context.Context, cfg ServeConfig, harden func() error) error {
+	if harden == nil {
+		return errors.New("gateway: no harden hook")
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	dlog := NewDecisionLog(cfg.Out)
+	if cfg.DecisionLog != "" {
+		var err error
+		if dlog, err = OpenDecisionLog(cfg.DecisionLog); err != nil {
+			return err
+		}
+	}
+	defer dlog.Close()
+	ln, err := listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
+	var credLn net.Listener
+	if cfg.CredentialListen != "" {
+		if credLn, err = listen("tcp", cfg.CredentialListen); err != nil {
+			return fmt.Errorf("listening on %s: %w", cfg.CredentialListen, err)
+		}
+		defer credLn.Close()
+	}
+	if err := harden(); err != nil {
+		return err
+	}
+	g, err := New(Options{Policy: cfg.Policy, Log: dlog, RunID: cfg.RunID, Logger: logger, Injection: cfg.Injection,
+		Scopes: cfg.Scopes, Limits: cfg.Limits})
+	if err != nil {
+		return err
+	}
+	logger.Info("gateway listening", "addr", ln.Addr().String(), "run_id", cfg.RunID)
+	if credLn != nil {
+		logger.Info("credential listener", "addr", credLn.Addr().String(), "credentials", len(cfg.Injection.Credentials))
+		go func() {
+			if err := g.ServeCredentials(credLn); err != nil {
+				logger.Error("serving the credential listener", "err", err)
+			}
+		}()
+	}
+	return serveUntil(ctx, g, ln, cfg.ShutdownWait, dlog)
+}
+
+// serveUntil serves until ctx is cancelled (a signal), then shuts down:
+// tunnels closed, decision lines written, the log synced.
+func serveUntil(ctx context.Context, g *Gateway, ln net.Listener, wait time.Duration, dlog *DecisionLog) error {
+	errc := make(chan error, 1)
+	go func() { errc <- g.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serving gateway: %w", err)
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	err := g.Shutdown(sctx)
+	<-errc
+	return errors.Join(err, dlog.Close())
+}
