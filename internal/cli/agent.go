@@ -60,18 +60,12 @@ func runAgent(ctx context.Context, o agentOptions, s Streams, getenv func(string
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	// Hardening: after the configuration is read, before any connection is
-	// made. The agent never runs unhardened: without a policy it refuses.
-	if err := hardenRole("agent", getenv, s.Err, true, agentOutputDir); err != nil {
-		return err
+	// The agent never runs unhardened: without a policy it refuses.
+	err = agent.Serve(ctx, agent.ServeConfig{Config: cfg, Check: o.check, Stdout: s.Out, Stderr: s.Err}, func() error {
+		return hardenRole("agent", getenv, s.Err, true, agentOutputDir)
+	})
+	if errors.Is(err, agent.ErrMissingKey) {
+		return withHint(ExitUsage, err, "the harness forwards OPENAI_API_KEY from the host")
 	}
-	if o.check {
-		return agent.RunConnectivityCheck(ctx, cfg, s.Out)
-	}
-	if cfg.APIKey == "" {
-		return withHint(ExitUsage, errMissingKey, "the harness forwards OPENAI_API_KEY from the host")
-	}
-	return agent.Run(ctx, cfg, s.Out, s.Err)
+	return err
 }
-
-var errMissingKey = errors.New("OPENAI_API_KEY is not set")
