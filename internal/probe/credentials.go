@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/redact"
 )
 
 // The proof that credentials stay at the boundary (issue 15). Threat: a
@@ -49,11 +51,10 @@ func IsPlaceholder(s string) bool {
 	return strings.Trim(hex, "0123456789abcdef") == ""
 }
 
-// Key shapes: the token shapes [Redact] removes, with a length floor so a
-// word such as "sk-learn" is not a key, plus bearer tokens.
+// Key shapes: the token shapes [Redact] removes ([redact.Tokens]), with a
+// length floor so a word such as "sk-learn" is not a key, plus bearer
+// tokens.
 var (
-	keyShapeNames = []string{"an sk-ant- key", "an sk- key", "a ghp_ token", "a github_pat_ token",
-		"an AKIA access key id", "an AIza key", "an hf_ token"}
 	bearerToken = regexp.MustCompile(`(?i)\bBearer[ \t]+([A-Za-z0-9._~+/=-]{16,})`)
 	// secretAssign is a secret-named assignment in a file: KEY=value,
 	// "key": "value", key: value.
@@ -63,10 +64,6 @@ var (
 )
 
 const minKeyLen = 20
-
-// tokenHints are literal parts of [tokens], in order: a cheap test before
-// each regular expression runs (a file is up to credMaxFileBytes).
-var tokenHints = []string{"sk-ant-", "sk-", "ghp_", "github_pat_", "AKIA", "AIza", "hf_"}
 
 // secretWords are the lower-case words a line must hold before
 // secretAssign is tried on it.
@@ -82,13 +79,12 @@ func keyShapes(text string, skip func(string) bool) []string {
 			found = append(found, what)
 		}
 	}
-	for i, re := range tokens {
-		if !strings.Contains(text, tokenHints[i]) {
-			continue
-		}
-		for _, m := range re.FindAllString(text, -1) {
+	// FindAll tries a shape's regexp only when one of its literal
+	// prefixes occurs (a file is up to credMaxFileBytes).
+	for _, tok := range redact.Tokens {
+		for _, m := range tok.FindAll(text) {
 			if len(m) >= minKeyLen && !skip(m) {
-				add(keyShapeNames[i])
+				add(tok.Name)
 				break
 			}
 		}
