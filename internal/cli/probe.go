@@ -75,16 +75,14 @@ func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	// The container's cgroup limits, read before the policy may hide /sys.
-	snap := probe.TakeSnapshot()
-	if !o.unhardened {
-		if err := hardenRole("probe", getenv, s.Err, true, o.out); err != nil {
-			return err
+	rep, err := probe.Serve(ctx, pc, probe.Options{OutDir: o.out, SerializeEvidence: o.serializeEvidence, Progress: s.Out}, func() error {
+		if o.unhardened {
+			return nil
 		}
-	}
-	rep, err := probe.Run(ctx, pc, probe.Options{OutDir: o.out, SerializeEvidence: o.serializeEvidence, Progress: s.Out, Snapshot: snap})
+		return hardenRole("probe", getenv, s.Err, true, o.out)
+	})
 	if err != nil {
-		return fmt.Errorf("running the probe suite: %w", err)
+		return err
 	}
 	if o.verbose {
 		if err := rep.WriteTable(s.Out); err != nil {
