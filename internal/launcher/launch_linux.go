@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/noexec"
 )
 
 // envStage marks the second stage: the child the supervisor starts, which
@@ -29,7 +30,7 @@ const envStage = EnvStage
 
 // internalEnv are the launcher's own variables, removed from the
 // workload's environment.
-var internalEnv = []string{EnvStage, EnvShellAccess, EnvSelf}
+var internalEnv = []string{EnvStage, EnvShellAccess, EnvSelf, EnvExecAccepted}
 
 // Options are a launch: the command, the environment, where the harden
 // report goes.
@@ -44,6 +45,10 @@ type Options struct {
 	ApplySeccomp func(harden.Policy) (harden.Report, error)
 	// finish runs after a successful Apply, before the report is written.
 	finish func(*harden.Report) error
+	// checkNoexec is noexec.Check; tests replace it.
+	checkNoexec func(path string) error
+	// notes are degradations found before Apply, added to the report.
+	notes []string
 }
 
 func getenvFrom(env []string) func(string) string {
@@ -74,7 +79,7 @@ func Launch(o Options) error {
 	if fdStr := getenv(envStage); fdStr != "" {
 		return stageTwo(o, getenv, fdStr)
 	}
-	planned, err := plan(o, getenv)
+	planned, err := plan(&o, getenv)
 	if err != nil {
 		return err
 	}
@@ -87,7 +92,7 @@ func Launch(o Options) error {
 	return supervise(o, planned)
 }
 
-func plan(o Options, getenv func(string) string) (Planned, error) {
+func plan(o *Options, getenv func(string) string) (Planned, error) {
 	// The harness always says; a missing or odd value (an image's own
 	// ENV cannot set it: the harness's value overrides) is refused.
 	if v := getenv(EnvShellAccess); v != "0" && v != "1" {
@@ -106,7 +111,39 @@ func plan(o Options, getenv func(string) string) (Planned, error) {
 	if err != nil {
 		return Planned{}, &ExitError{Code: ExitUsage, Err: fmt.Errorf("launch: %w", err)}
 	}
+	if err := checkWritable(o, planned.Policy, getenv(EnvExecAccepted)); err != nil {
+		return Planned{}, err
+	}
 	return planned, nil
+}
+
+// checkWritable makes sure every directory the workload may write is on a
+// noexec mount before anything runs (statfs, the kernel's own answer).
+// Threat: a native library written there and mapped executable
+// in-process; Landlock's execute right does not see mmap. The tmpfs
+// mounts are noexec by their options, the output directory by the host's
+// mount (internal/noexec); a path that is not stops the launch, as a
+// layer the kernel cannot enforce does, unless the harness says the user
+// accepted it (then it is a degradation in the report).
+func checkWritable(o *Options, p harden.Policy, accepted string) error {
+	check := o.checkNoexec
+	if check == nil {
+		check = noexec.Check
+	}
+	for _, dir := range p.Landlock.ReadWriteDirs {
+		err := check(dir)
+		var ne *noexec.NotNoexecError
+		switch {
+		case err == nil:
+		case errors.As(err, &ne) && accepted != "" && dir == accepted:
+			o.notes = append(o.notes, fmt.Sprintf("%s is not noexec: a file the workload writes there can be mapped executable in-process (accepted by the harness: %s)", dir, EnvExecAccepted))
+		case errors.As(err, &ne):
+			return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("launch: writable path %w; a layer the kernel cannot enforce stops the run", err)}
+		default:
+			return &ExitError{Code: ExitUnavailable, Err: fmt.Errorf("launch: checking that writable path %s is noexec: %w", dir, err)}
+		}
+	}
+	return nil
 }
 
 func applyAndReport(o Options, p harden.Policy) error {
@@ -114,6 +151,7 @@ func applyAndReport(o Options, p harden.Policy) error {
 	if err == nil && o.finish != nil {
 		err = o.finish(&rep)
 	}
+	rep.Degradations = append(rep.Degradations, o.notes...)
 	if o.ReportDir != "" {
 		if werr := harden.WriteReport(o.ReportDir, rep); werr != nil {
 			fmt.Fprintf(o.Stderr, "mcpsidecar launch: %v\n", werr)
@@ -305,7 +343,7 @@ func stageTwo(o Options, getenv func(string) string, fdStr string) error {
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("launch: %s=%q is not a descriptor", envStage, fdStr)}
 	}
 	sock := os.NewFile(uintptr(fd), "launch-sock")
-	planned, err := plan(o, getenv)
+	planned, err := plan(&o, getenv)
 	if err != nil {
 		return err
 	}

@@ -19,16 +19,57 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/noexec"
 )
 
 // envTestLaunch makes the test binary the launcher: its arguments after
 // "--" are the command (the supervisor re-executes it the same way).
 const envTestLaunch = "LAUNCHER_TEST_LAUNCH"
 
+// envTestAssumeNoexec makes the test launcher take every writable
+// directory as noexec (see workDir).
+const envTestAssumeNoexec = "LAUNCHER_TEST_ASSUME_NOEXEC"
+
+// workDir is the workload's writable directory in a process test: as root
+// a real noexec mount (package noexec), as the launcher needs; without
+// root, where no mount can be made, a plain directory the test launcher
+// is told to take as noexec (noexecEnv), and the attempts that need the
+// real mount are left out (realNoexec).
+func workDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	if os.Geteuid() != 0 {
+		t.Logf("not root: %s is not a noexec mount; the launcher's statfs check is told to pass it", dir)
+		return dir
+	}
+	h, err := noexec.Mount(dir)
+	if err != nil {
+		t.Fatalf("making %s noexec: %v", dir, err)
+	}
+	t.Cleanup(func() { h.Release() })
+	return dir
+}
+
+// realNoexec reports whether dir really is on a noexec mount.
+func realNoexec(dir string) bool { return noexec.Check(dir) == nil }
+
+// noexecEnv is the test launcher's environment for work: told to assume
+// noexec only when it is not.
+func noexecEnv(work string) []string {
+	if realNoexec(work) {
+		return nil
+	}
+	return []string{envTestAssumeNoexec + "=1"}
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envTestLaunch) == "1" {
 		i := slices.Index(os.Args, "--")
-		err := Launch(Options{Argv: os.Args[i+1:], Environ: os.Environ(), Stderr: os.Stderr, ReportDir: os.Getenv("LAUNCHER_TEST_REPORT")})
+		o := Options{Argv: os.Args[i+1:], Environ: os.Environ(), Stderr: os.Stderr, ReportDir: os.Getenv("LAUNCHER_TEST_REPORT")}
+		if os.Getenv(envTestAssumeNoexec) == "1" {
+			o.checkNoexec = func(string) error { return nil } // see workDir
+		}
+		err := Launch(o)
 		var ee *ExitError
 		if errors.As(err, &ee) {
 			if ee.Err != nil {
@@ -92,6 +133,7 @@ func launch(t *testing.T, shell bool, work string, port int, argv ...string) lau
 	}
 	cmd := exec.Command(self, append([]string{"launch", "--"}, argv...)...)
 	cmd.Env = append(os.Environ(), envTestLaunch+"=1", harden.EnvPolicy+"="+string(raw), "LAUNCHER_TEST_REPORT="+work, "WORK="+work)
+	cmd.Env = append(cmd.Env, noexecEnv(work)...)
 	if shell {
 		cmd.Env = append(cmd.Env, EnvShellAccess+"=1")
 	} else {
@@ -165,6 +207,12 @@ def execv_in_child(path, *args):
         raise PermissionError(code - 100, os.strerror(code - 100))
     if code != 0:
         raise RuntimeError("exit %d" % code)
+def load_written():
+    import ctypes
+    lib = [l.split()[-1] for l in open("/proc/self/maps") if "libc.so" in l or "libc-" in l][0]
+    dst = os.path.join(work, "written.so")
+    shutil.copy(lib, dst)
+    ctypes.CDLL(dst)
 def write_file(path):
     with open(path, "w") as f:
         f.write("x")
@@ -177,6 +225,7 @@ for a in sys.argv[1:]:
     elif kind == "execv": attempt(a, lambda: execv_in_child(*arg.split()))
     elif kind == "write-exec": attempt(a, write_exec)
     elif kind == "ctypes": attempt(a, lambda: __import__("ctypes").CDLL("libc.so.6").getpid())
+    elif kind == "load-written": attempt(a, load_written)
 for r in results:
     print(json.dumps(r))
 `
@@ -216,7 +265,10 @@ func expect(t *testing.T, got map[string]attemptResult, allowed, refused []strin
 			t.Errorf("%s: want refused, got %+v", a, r)
 			continue
 		}
-		if !strings.Contains(r.Error, "Permission") && !strings.Contains(r.Error, "Errno 1") && !strings.Contains(r.Error, "Errno 13") {
+		// dlopen words the kernel's EPERM for an executable mapping as
+		// "failed to map segment from shared object".
+		if !strings.Contains(r.Error, "Permission") && !strings.Contains(r.Error, "Errno 1") && !strings.Contains(r.Error, "Errno 13") &&
+			!strings.Contains(r.Error, "failed to map segment") {
 			t.Errorf("%s: refused, but not by a permission error: %s", a, r.Error)
 		}
 	}
@@ -231,7 +283,7 @@ func expect(t *testing.T, got map[string]attemptResult, allowed, refused []strin
 // python3 itself again — is refused.
 func TestLaunchOwnCommandOnly(t *testing.T) {
 	py := python(t)
-	work := t.TempDir()
+	work := workDir(t)
 	allowedPort, otherPort := listen(t), listen(t)
 	ld, err := elfInterp(py)
 	if err != nil || ld == "" {
@@ -242,15 +294,19 @@ func TestLaunchOwnCommandOnly(t *testing.T) {
 		"write:"+filepath.Join(work, "answer.txt"), "write:/etc/mcpsidecar-launcher-test", "write:"+filepath.Dir(py)+"/x",
 		"read:/etc/hostname", "read:/var/lib/dpkg/status", "ctypes:",
 		"execv:/bin/sh -c true", "execv:"+py+" -c pass", "execv:"+ld+" /bin/sh -c true",
-		"spawn:/bin/true", "write-exec:")
+		"spawn:/bin/true", "write-exec:", "load-written:")
 	got := parseAttempts(t, l)
 	for _, r := range got {
 		t.Logf("%s: ok=%v %s", r.Name, r.OK, r.Error)
 	}
+	refused := []string{"connect:" + strconv.Itoa(otherPort), "write:/etc/mcpsidecar-launcher-test", "read:/var/lib/dpkg/status", "write:" + filepath.Dir(py) + "/x",
+		"execv:/bin/sh -c true", "execv:" + py + " -c pass", "execv:" + ld + " /bin/sh -c true", "spawn:/bin/true", "write-exec:"}
+	if realNoexec(work) {
+		refused = append(refused, "load-written:") // the mmap PROT_EXEC of a written library: only a noexec mount refuses it
+	}
 	expect(t, got,
 		[]string{"connect:" + strconv.Itoa(allowedPort), "write:" + filepath.Join(work, "answer.txt"), "read:/etc/hostname", "ctypes:"},
-		[]string{"connect:" + strconv.Itoa(otherPort), "write:/etc/mcpsidecar-launcher-test", "read:/var/lib/dpkg/status", "write:" + filepath.Dir(py) + "/x",
-			"execv:/bin/sh -c true", "execv:" + py + " -c pass", "execv:" + ld + " /bin/sh -c true", "spawn:/bin/true", "write-exec:"})
+		refused)
 	if !strings.Contains(l.stderr, "refused a program start") {
 		t.Errorf("the supervisor did not log its refusals:\n%s", l.stderr)
 	}
@@ -280,7 +336,7 @@ func TestLaunchOwnCommandOnly(t *testing.T) {
 // filesystem rules stand.
 func TestLaunchShellAccess(t *testing.T) {
 	py := python(t)
-	work := t.TempDir()
+	work := workDir(t)
 	allowedPort, otherPort := listen(t), listen(t)
 	l := launch(t, true, work, allowedPort, py, "-c", attempts,
 		"spawn:/bin/true", "execv:/bin/sh -c true", "write-exec:",
@@ -351,11 +407,12 @@ func BenchmarkLaunch(b *testing.B) {
 	if abi, err := ll.LandlockGetABIVersion(); err != nil || abi < 6 {
 		b.Skip("no Landlock")
 	}
-	work := b.TempDir()
+	work := workDir(b)
 	p := basePolicy(work)
 	raw, _ := json.Marshal(p)
 	self, _ := os.Executable()
 	env := append(os.Environ(), envTestLaunch+"=1", harden.EnvPolicy+"="+string(raw))
+	env = append(env, noexecEnv(work)...)
 	run := func(b *testing.B, name string, args []string, env []string) {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
@@ -386,7 +443,7 @@ func TestLaunchFailsClosed(t *testing.T) {
 	unavailable := func(p harden.Policy) (harden.Report, error) {
 		return harden.Report{Role: p.Role}, &harden.UnavailableError{Layer: harden.LayerLandlockFS, Reason: "test kernel without Landlock"}
 	}
-	err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{}, Apply: unavailable})
+	err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{}, Apply: unavailable, checkNoexec: func(string) error { return nil }})
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != ExitUnavailable || !strings.Contains(err.Error(), "landlock-fs") {
 		t.Fatalf("Launch = %v, want exit %d naming the layer", err, ExitUnavailable)
@@ -413,5 +470,69 @@ func TestLaunchShellAccessMustBeSet(t *testing.T) {
 		if !errors.As(err, &ee) || ee.Code != ExitUsage || !strings.Contains(err.Error(), "want 0 or 1") {
 			t.Errorf("%s=%q: Launch = %v, want a refusal", EnvShellAccess, v, err)
 		}
+	}
+}
+
+// TestLaunchRefusesExecWritable: a writable directory that is not on a
+// noexec mount stops the launch with exit 5 naming it, before anything is
+// applied or run; the path the harness says the user accepted passes, as
+// a degradation in the report. The statfs itself is the kernel's: as root
+// the test also runs it on a real noexec mount and a plain directory.
+func TestLaunchRefusesExecWritable(t *testing.T) {
+	work := t.TempDir()
+	raw, _ := json.Marshal(basePolicy("/tmp", "/sandbox-work", work))
+	env := []string{"PATH=/usr/bin:/bin", harden.EnvPolicy + "=" + string(raw), EnvShellAccess + "=1"}
+	execOnly := func(dir string) error {
+		if dir == work {
+			return &noexec.NotNoexecError{Path: dir}
+		}
+		return nil
+	}
+	noApply := func(harden.Policy) (harden.Report, error) {
+		t.Fatal("hardening applied despite an exec writable path")
+		return harden.Report{}, nil
+	}
+	err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{}, Apply: noApply, checkNoexec: execOnly})
+	var ee *ExitError
+	if !errors.As(err, &ee) || ee.Code != ExitUnavailable || !strings.Contains(err.Error(), work) || !strings.Contains(err.Error(), "cannot enforce") {
+		t.Fatalf("Launch = %v, want exit %d naming %s", err, ExitUnavailable, work)
+	}
+
+	// Accepted by the harness: the launch goes on (here up to a fake
+	// Apply that stops it) and the report carries the degradation.
+	stop := errors.New("stop here")
+	var stderr bytes.Buffer
+	accepted := append(slices.Clone(env), EnvExecAccepted+"="+work)
+	err = Launch(Options{Argv: []string{"/bin/true"}, Environ: accepted, Stderr: &stderr, ReportDir: work, checkNoexec: execOnly,
+		Apply: func(p harden.Policy) (harden.Report, error) {
+			return harden.Report{Schema: harden.ReportSchema, Role: p.Role}, stop
+		}})
+	if !errors.Is(err, stop) {
+		t.Fatalf("Launch with %s=%s = %v, want it to go on to Apply", EnvExecAccepted, work, err)
+	}
+	if !strings.Contains(stderr.String(), work+" is not noexec") {
+		t.Errorf("the degradation is not printed:\n%s", stderr.String())
+	}
+	// Only that path: another exec path still stops the launch.
+	err = Launch(Options{Argv: []string{"/bin/true"}, Environ: append(slices.Clone(env), EnvExecAccepted+"=/elsewhere"), Stderr: &bytes.Buffer{},
+		Apply: noApply, checkNoexec: execOnly})
+	if !errors.As(err, &ee) || ee.Code != ExitUnavailable {
+		t.Fatalf("Launch accepting another path = %v, want exit %d", err, ExitUnavailable)
+	}
+
+	if os.Geteuid() != 0 {
+		t.Log("not root: the statfs check on a real noexec mount is proven as root")
+		return
+	}
+	mounted := workDir(t)
+	if err := checkWritable(&Options{}, basePolicy(mounted), ""); err != nil {
+		t.Errorf("a real noexec mount: %v", err)
+	}
+	plain := t.TempDir()
+	if realNoexec(plain) {
+		t.Fatalf("the test's temporary directory %s is itself noexec: set TMPDIR to an exec filesystem", plain)
+	}
+	if err := checkWritable(&Options{}, basePolicy(mounted, plain), ""); !errors.As(err, &ee) || ee.Code != ExitUnavailable || !strings.Contains(err.Error(), plain) {
+		t.Errorf("a plain directory: %v, want exit %d naming it", err, ExitUnavailable)
 	}
 }

@@ -14,7 +14,10 @@
 // named in the program, a script's interpreter); a supervisor refuses every
 // execve after the first, so not even those can start again. With
 // shell_access anything in the image's read-only tree may run, never a file
-// the workload wrote.
+// the workload wrote. Before anything runs, every writable directory must
+// be on a noexec mount (statfs): Landlock's execute right does not see
+// mmap, so only the mount keeps a library the workload writes from being
+// mapped executable (internal/noexec makes the output directory so).
 package launcher
 
 import (
@@ -46,6 +49,10 @@ const (
 	// EnvStage marks the launcher's second stage (its value: the
 	// descriptor of the supervisor's socket); the harness sets it empty.
 	EnvStage = "MCPSIDECAR_LAUNCH_STAGE"
+	// EnvExecAccepted names the writable path the user accepted as not
+	// noexec (the harness's MCPSIDECAR_ALLOW_EXEC_OUTPUT, when the host
+	// could not make the mount); the harness sets it empty otherwise.
+	EnvExecAccepted = "MCPSIDECAR_LAUNCH_EXEC_ACCEPTED"
 )
 
 // DefaultPath is the search path for a bare program name when the
