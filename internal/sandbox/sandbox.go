@@ -153,7 +153,8 @@ type job struct {
 	capOver   map[string]string
 	watchStop context.CancelFunc // ends Options.Watch
 	watchDone chan struct{}
-	own       *ownRun // the user's workload, when one runs (workload.go)
+	own       *ownRun       // the user's workload, when one runs (workload.go)
+	noexec    *outputMounts // the output directories' noexec mounts (outputmount.go)
 }
 
 // Run carries out one whole lifecycle on engine: every phase in order,
@@ -433,6 +434,7 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 		cancelTD()
 		j.secureRunDir()
 	}
+	j.unmountOutputs() // outputmount.go: on every path, sess or not
 	err := errors.Join(runErr, verdictErr)
 	j.meta.ExitCode = exitCodeOf(err)
 	if ctx.Err() != nil {

@@ -62,6 +62,9 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := j.mountOutputs(&plan); err != nil { // outputmount.go
+		return err
+	}
 	j.sess = newSession(j.engine, plan)
 	j.obs = newObserver()
 	j.sess.Prepare = j.dropDefaultRoute
@@ -199,6 +202,9 @@ func (j *job) phaseDone(ctx context.Context, phase string, err error) error {
 		return addressHint(err)
 	case orchestrate.PhaseWait:
 		return j.workloadExited(err)
+	}
+	if err == nil {
+		err = j.checkOutputMount(phase) // outputmount.go
 	}
 	if st, ok := j.sess.Step(phase); ok && st.Workload {
 		j.running = j.sess.Workload
