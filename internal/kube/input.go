@@ -1,0 +1,104 @@
+package kube
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+)
+
+// DefaultNamespacePrefix starts every run namespace's name.
+const DefaultNamespacePrefix = "mcpsidecar-"
+
+// SeccompDir is where, under the kubelet's seccomp root
+// (/var/lib/kubelet/seccomp by default), the run's seccomp profile must be
+// installed on every node that may run its pods, as
+// SeccompDir/<SeccompFile>. The Docker backend passes the profile inline;
+// Kubernetes can only name a file on the node.
+const SeccompDir = "mcpsidecar"
+
+// Input is everything the mapping depends on.
+type Input struct {
+	// Plan is the Docker backend's plan of the run, after the lifecycle's
+	// changes (a user's workload image, for example).
+	Plan orchestrate.Plan
+	// Profile is the resolved profile the plan was built from: it says
+	// which ports each role serves and connects to.
+	Profile *spec.Profile
+	// RuntimeImage is our image as the cluster names it: the netguard init
+	// container runs it, and a user's workload mounts the launcher from it.
+	RuntimeImage string
+	// NamespacePrefix defaults to DefaultNamespacePrefix.
+	NamespacePrefix string
+	// Token is appended to the run id in the namespace name, as in the
+	// Docker names (two runs started in the same second stay apart).
+	Token string
+	// RuntimeDefaultSeccomp uses the runtime's default seccomp profile
+	// instead of ours, for clusters whose nodes cannot be given a file.
+	// It is weaker (it lacks our extra denials) and is meant to be
+	// recorded as a degradation by the caller.
+	RuntimeDefaultSeccomp bool
+	// LauncherPath is the container path of the launcher a user's
+	// workload runs under (sandbox.LauncherPath); a read-only mount there
+	// becomes an image volume of RuntimeImage.
+	LauncherPath string
+	// ServiceIPs maps each Service name to its ClusterIP. Only [Pods]
+	// needs it: the agent has no resolver, so it is given the addresses in
+	// /etc/hosts, and its own rules name them. The addresses are known
+	// only once the Services exist, so the client creates them first and
+	// maps the pods second.
+	ServiceIPs map[string]string
+}
+
+func (in Input) validate() error {
+	switch {
+	case in.Profile == nil:
+		return fmt.Errorf("mapping run to Kubernetes: no profile")
+	case in.Plan.RunID == "":
+		return fmt.Errorf("mapping run to Kubernetes: the plan has no run id")
+	case in.RuntimeImage == "":
+		return fmt.Errorf("mapping run %s to Kubernetes: no runtime image", in.Plan.RunID)
+	case len(in.Plan.Containers) == 0:
+		return fmt.Errorf("mapping run %s to Kubernetes: the plan has no containers", in.Plan.RunID)
+	}
+	for _, st := range in.Plan.Containers {
+		if _, ok := in.Profile.Containers[st.Role]; !ok {
+			return fmt.Errorf("mapping run %s to Kubernetes: role %s is in the plan but not in the profile", in.Plan.RunID, st.Role)
+		}
+	}
+	name := in.NamespaceName()
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("mapping run %s to Kubernetes: namespace name %q (prefix %q): %s", in.Plan.RunID, name, in.prefix(), strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (in Input) prefix() string {
+	if in.NamespacePrefix == "" {
+		return DefaultNamespacePrefix
+	}
+	return in.NamespacePrefix
+}
+
+// NamespaceName is the run's namespace: the prefix, the run id and the
+// token.
+func (in Input) NamespaceName() string {
+	n := in.prefix() + in.Plan.RunID
+	if in.Token != "" {
+		n += "-" + in.Token
+	}
+	return n
+}
+
+// SeccompFile is the file name, under SeccompDir, of a compact seccomp
+// profile: its content hash, so a changed profile can never be confused
+// with the one a node already holds.
+func SeccompFile(profileJSON string) string {
+	sum := sha256.Sum256([]byte(profileJSON))
+	return "seccomp-" + hex.EncodeToString(sum[:8]) + ".json"
+}
