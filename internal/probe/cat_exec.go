@@ -83,14 +83,15 @@ func execProbes() []Probe {
 			Shell:      "printf '#!/bin/sh\\necho x\\n' > /sandbox-work/allowed/g06.sh && chmod +x /sandbox-work/allowed/g06.sh && /sandbox-work/allowed/g06.sh",
 			Alternates: []Alternate{alt("sh", "printf and run", "printf 'echo x' > /tmp/g06.sh && sh /tmp/g06.sh")},
 			Tool:       func(_ context.Context, e *Env) Result { return runWrittenScript(e) }},
-		{Group: g, ID: "T12", Title: "Load system native library", Goal: GoalDeny, Threat: "Code execution through a dynamic loader and native libraries.", Shell: `python3 -c "import ctypes; ctypes.CDLL('libc.so.6')"`,
-			Tool: func(context.Context, *Env) Result {
-				found := firstExisting("/lib/ld-linux-x86-64.so.2", "/lib64/ld-linux-x86-64.so.2", "/lib/ld-linux-aarch64.so.1", "/lib/ld-musl-x86_64.so.1", "/lib/x86_64-linux-gnu/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6", "/usr/lib/libc.so.6")
-				if len(found) == 0 {
-					return na("No dynamic loader or native C library exists in the image; the binary is static.")
-				}
-				return allowed("A dynamic loader or native library is present in the image.", strings.Join(found, ","))
-			}},
+		{Group: g, ID: "T12", Title: "Load a native library written at run time", Goal: GoalDeny,
+			Threat: "Code execution from writable paths: native code the workload writes, mapped executable in-process (ctypes.CDLL, dlopen) " +
+				"where Landlock's execute right does not look (mmap). Sharpened from the seed's load of the image's own libc, which any " +
+				"interpreter does to start: only a library written at run time is judged; anonymous executable memory (JITs, ctypes closures) " +
+				"stays possible by design, inside Landlock and seccomp.",
+			Shell: t12Python("/tmp"),
+			Alternates: []Alternate{alt("python", "ctypes load of a written copy in /sandbox-work", t12Python("/sandbox-work")),
+				alt("python", "ctypes load of a written copy in the output directory", t12Python("/sandbox-output"))},
+			Tool: func(_ context.Context, e *Env) Result { return loadWritten(e) }},
 		{Group: g, ID: "T13", Title: "Create and import Python module in allowed directory", Goal: GoalDeny, Threat: "Code execution: loading code written at run time.",
 			Tool: fixed(na("A static Go binary (no cgo) cannot load code at run time: no plugin, no interpreter."))},
 		{Group: g, ID: "T14", Title: "Call OS API with ctypes", Goal: GoalDeny, Threat: "Unmediated system calls through a foreign-function interface.",
@@ -98,6 +99,13 @@ func execProbes() []Probe {
 		{Group: g, ID: "T15", Title: "Spawn PowerShell with constrained-language detection", Goal: GoalNone, Threat: threatSpawn,
 			Tool: fixed(na("Windows only; not applicable on Linux."))},
 	}
+}
+
+// t12Python is G06 T12's shell path: Python copies the libc it runs with
+// into dir and loads the copy with ctypes (exit 127 without python3).
+func t12Python(dir string) string {
+	return `python3 -c "import ctypes,shutil;p=[l.split()[-1] for l in open('/proc/self/maps') if 'libc.so' in l or 'libc-' in l][0];` +
+		`shutil.copy(p,'` + dir + `/.g06-t12.so');ctypes.CDLL('` + dir + `/.g06-t12.so')"`
 }
 
 // runSelfVersion executes this binary's version command: in a no-shell
