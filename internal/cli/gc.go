@@ -2,17 +2,21 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/noexec"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/spf13/cobra"
 )
 
 func newGCCmd(s Streams) *cobra.Command {
 	var asJSON, kept bool
+	var runsDir string
 	cmd := &cobra.Command{
 		Use:   "gc",
 		Short: "Remove containers and networks left by runs whose process is gone",
@@ -21,14 +25,18 @@ owning process (labels mcpsidecar.pid and mcpsidecar.host) no longer runs on thi
 host. Resources of live runs, and of other hosts, are left alone, and so are
 those of runs started with --keep (label mcpsidecar.kept=1) unless --kept is
 given; "mcpsidecar runs rm RUN" removes one kept run. "mcpsidecar run" does a
-gc without --kept first on its own.`,
+gc without --kept first on its own. It also unmounts the noexec mounts of
+output directories (below --runs-dir) that a run killed before its
+teardown left behind; a live run's are left alone.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runGC(cmd.Context(), s, kept, asJSON)
+			err := runGC(cmd.Context(), s, kept, asJSON)
+			return errors.Join(err, sweepMounts(s, runsDir, asJSON)) // after the containers that held them
 		},
 	}
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON")
 	cmd.Flags().BoolVar(&kept, "kept", false, "also remove what runs started with --keep kept")
+	cmd.Flags().StringVar(&runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories (for leftover output mounts)")
 	return cmd
 }
 
@@ -98,4 +106,19 @@ func printRemoved(w io.Writer, got orchestrate.Collected) {
 	for _, n := range got.Networks {
 		fmt.Fprintf(w, "removed network %s (run %s)\n", n.Name, n.Labels[orchestrate.LabelRun])
 	}
+}
+
+// sweepMounts unmounts the output-directory mounts dead runs left below
+// runsDir (internal/noexec); the JSON document stays the engine's.
+func sweepMounts(s Streams, runsDir string, asJSON bool) error {
+	removed, err := noexec.Sweep(runsDir)
+	if !asJSON {
+		for _, m := range removed {
+			fmt.Fprintf(s.Out, "removed mount %s\n", m)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("removing leftover output mounts: %w", err)
+	}
+	return nil
 }
