@@ -2,8 +2,9 @@
 // (Chat Completions, through github.com/sashabaranov/go-openai) that answers
 // one question using the MCP sidecar, saves the answer to the output
 // directory and prints exactly that text. It also holds the built-in
-// connectivity check that `mcpsidecar doctor` runs instead of a model
-// ([RunCheck] is the host-side verdict, [CheckHost] the host-side preflight).
+// connectivity check that `mcpsidecar doctor` runs instead of a model.
+// The host's preflight and verdict over an agent run are in
+// internal/verdict, which imports this package's names.
 //
 // The agent runs only inside the sandbox container. Its [LoadConfig] is the
 // one place that reads the environment:

@@ -52,7 +52,7 @@ func TestSidecarToolsPassContract(t *testing.T) {
 	up := httptest.NewServer(learnfake.New(learnfake.Options{}).Handler())
 	t.Cleanup(up.Close)
 	for _, offline := range []bool{false, true} {
-		audit, err := sidecar.OpenAuditLog(filepath.Join(t.TempDir(), AuditFile))
+		audit, err := sidecar.OpenAuditLog(filepath.Join(t.TempDir(), sidecar.AuditFileName))
 		if err != nil {
 			t.Fatal(err)
 		}

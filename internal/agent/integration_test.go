@@ -1,4 +1,4 @@
-package agent
+package agent_test
 
 import (
 	"bytes"
@@ -13,9 +13,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/agent/fakemodel"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar"
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar/learnfake"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // The whole in-process chain: fake model -> agent -> the real sidecar ->
@@ -27,7 +30,7 @@ func TestRunThroughSidecar(t *testing.T) {
 	up := httptest.NewServer(learn.Handler())
 	t.Cleanup(up.Close)
 	runDir := t.TempDir()
-	audit, err := sidecar.OpenAuditLog(filepath.Join(runDir, AuditFile))
+	audit, err := sidecar.OpenAuditLog(filepath.Join(runDir, runs.FileAudit))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,50 +44,50 @@ func TestRunThroughSidecar(t *testing.T) {
 	}
 	side := httptest.NewServer(sc.Handler())
 	t.Cleanup(side.Close)
-	model, _ := fakemodel.New(fakemodel.Task, testKey)
+	model, _ := fakemodel.New(fakemodel.Task, agent.TestKey)
 	ms := httptest.NewServer(model)
 	t.Cleanup(ms.Close)
 
-	env := map[string]string{EnvSidecarURL: side.URL + sidecar.MCPPath, EnvBaseURL: ms.URL + "/v1", EnvAPIKey: testKey}
-	cfg, err := LoadConfig(Options{OutputDir: runDir, RequestTimeout: 10 * time.Second}, func(k string) string { return env[k] })
+	env := map[string]string{agent.EnvSidecarURL: side.URL + sidecar.MCPPath, agent.EnvBaseURL: ms.URL + "/v1", agent.EnvAPIKey: agent.TestKey}
+	cfg, err := agent.LoadConfig(agent.Options{OutputDir: runDir, RequestTimeout: 10 * time.Second}, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	if err := Run(context.Background(), cfg, &stdout, &stderr); err != nil {
-		t.Fatalf("Run: %v (stderr %q)\nturns:\n%s", err, stderr.String(), readFile(t, filepath.Join(runDir, TurnsFile)))
+	if err := agent.Run(context.Background(), cfg, &stdout, &stderr); err != nil {
+		t.Fatalf("Run: %v (stderr %q)\nturns:\n%s", err, stderr.String(), agent.ReadFile(t, filepath.Join(runDir, agent.TurnsFile)))
 	}
 	if err := audit.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(runDir, StdoutFile), stdout.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(runDir, runs.FileStdout), stdout.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if rc := CheckRunExit(runDir, 0, cfg.Question); !rc.OK {
+	if rc := verdict.CheckRunExit(runDir, 0, cfg.Question); !rc.OK {
 		t.Errorf("verdict not OK: %+v", rc.Checks)
 	}
 
 	searchID := ""
-	for _, tr := range readTurns(t, runDir) {
-		if tr.Kind == KindToolCall && tr.Tool == ToolCodeSampleSearch {
+	for _, tr := range agent.ReadTurns(t, runDir) {
+		if tr.Kind == agent.KindToolCall && tr.Tool == agent.ToolCodeSampleSearch {
 			searchID = tr.CorrelationID
 		}
 	}
 	var audited []string
-	for _, line := range strings.Split(strings.TrimSpace(readFile(t, filepath.Join(runDir, AuditFile))), "\n") {
+	for _, line := range strings.Split(strings.TrimSpace(agent.ReadFile(t, filepath.Join(runDir, runs.FileAudit))), "\n") {
 		var rec struct {
 			Name          string `json:"name"`
 			CorrelationID string `json:"correlation_id"`
 		}
 		json.Unmarshal([]byte(line), &rec)
-		if rec.Name == ToolCodeSampleSearch {
+		if rec.Name == agent.ToolCodeSampleSearch {
 			audited = append(audited, rec.CorrelationID)
 		}
 	}
 	var upstream []string
 	for _, c := range learn.Calls() {
-		if c.Tool == ToolCodeSampleSearch {
-			upstream = append(upstream, traceIDOf(c.Traceparent))
+		if c.Tool == agent.ToolCodeSampleSearch {
+			upstream = append(upstream, agent.TraceIDOf(c.Traceparent))
 			if c.Arguments["language"] != "csharp" {
 				t.Errorf("upstream search arguments %v, want language csharp", c.Arguments)
 			}
@@ -97,13 +100,4 @@ func TestRunThroughSidecar(t *testing.T) {
 	if diff := cmp.Diff(want, upstream); diff != "" {
 		t.Errorf("upstream trace ids (-agent +upstream):\n%s", diff)
 	}
-}
-
-func readFile(t *testing.T, path string) string {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

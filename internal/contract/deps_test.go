@@ -16,10 +16,11 @@ const module = "github.com/mcpsidecar/mcpsidecar/"
 // rolePackages run inside the sandbox's containers.
 var rolePackages = []string{"agent", "sidecar", "egress", "probe", "harden", "launcher", "netpolicy", "hold", "mcppin"}
 
-// notInRoles are the host's: the Docker SDK and what drives it.
+// notInRoles are the host's: the Docker SDK and what drives it, and the
+// host's judgement of a run (verdict).
 var notInRoles = []string{
 	module + "internal/dockerx", module + "internal/orchestrate", module + "internal/sandbox", module + "internal/cli",
-	module + "internal/timeline", "github.com/moby/moby/client", "github.com/docker/docker",
+	module + "internal/timeline", module + "internal/verdict", "github.com/moby/moby/client", "github.com/docker/docker",
 }
 
 // deps lists the packages pkg imports, directly or not (go list -deps).

@@ -7,9 +7,6 @@ package contract
 var runFileLiteralsLeft = []string{
 	"internal/agent agent-turns.jsonl",
 	"internal/agent answer.txt",
-	"internal/agent mcp-sidecar-tool-calls.jsonl",
-	"internal/agent run-metadata.json",
-	"internal/agent stdout.txt",
 	"internal/cli report.json",
 	"internal/dockerx Dockerfile",
 	"internal/dockerx config.json",

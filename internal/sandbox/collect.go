@@ -8,11 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // collect saves the workload's output and every container's logs. A file
@@ -124,7 +124,7 @@ func (j *job) verdict(runErr error) error {
 	case j.own != nil && j.o.Workload == orchestrate.WorkloadAgent:
 		v.Checks = append(v.Checks, j.ownVerdict()...) // workload.go
 	case j.o.Workload == orchestrate.WorkloadAgent:
-		rc := agent.CheckRunExit(j.dir.Path, *j.agentExit, j.o.Question)
+		rc := verdict.CheckRunExit(j.dir.Path, *j.agentExit, j.o.Question)
 		for _, c := range rc.Checks {
 			v.Checks = append(v.Checks, runs.Check{Name: c.Name, OK: c.OK, Detail: c.Detail})
 		}

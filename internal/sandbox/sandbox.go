@@ -23,6 +23,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // minEngineMajor is the oldest Docker Engine that keeps containers on
@@ -290,9 +291,9 @@ func (j *job) checkHost() error {
 	if j.o.Workload != orchestrate.WorkloadAgent || !j.spec.Has(spec.CapOpenAIAgents) {
 		return nil
 	}
-	if err := agent.CheckHost(j.profile.Gateway, j.getenv); err != nil {
+	if err := verdict.CheckHost(j.profile.Gateway, j.getenv); err != nil {
 		hint := "" // only the hint that applies to this failure (issue 13)
-		if he := (*agent.HostError)(nil); errors.As(err, &he) {
+		if he := (*verdict.HostError)(nil); errors.As(err, &he) {
 			hint = he.Hint
 		}
 		return exitcode.WithHint(exitcode.Unavailable, err, hint)

@@ -1,4 +1,4 @@
-package agent
+package verdict
 
 import (
 	"bufio"
@@ -7,105 +7,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/netip"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
-
-// Artifact names [CheckRun] reads in the run directory.
-const (
-	StdoutFile   = "stdout.txt"
-	AuditFile    = "mcp-sidecar-tool-calls.jsonl"
-	MetadataFile = "run-metadata.json"
-)
-
-// HostError is a preflight failure with the one hint that applies to it,
-// for the CLI to print after the error.
-type HostError struct {
-	Err  error
-	Hint string
-}
-
-func (e *HostError) Error() string { return e.Err.Error() }
-func (e *HostError) Unwrap() error { return e.Err }
-
-// CheckHost is the host-side preflight for the openai_agents capability,
-// run before anything is created: OPENAI_API_KEY must be set, and the
-// host and port of OPENAI_BASE_URL (default OpenAI's) must be allowed by
-// gw, the run's gateway policy, or the agent could never reach its model.
-// Each failure is a [HostError] whose hint names the exact fix: the
-// allowlist entry to add (with its port when not 80/443), or
-// host.docker.internal for a server on this machine. The key's value never
-// appears in an error.
-func CheckHost(gw *netpolicy.Config, getenv func(string) string) error {
-	if getenv(EnvAPIKey) == "" {
-		return &HostError{fmt.Errorf("%s is not set in the host environment; the openai_agents capability forwards it to the agent", EnvAPIKey),
-			"export " + EnvAPIKey + " (any non-empty value for a local server that needs none), or check the sandbox without a model: mcpsidecar doctor"}
-	}
-	raw := firstOf(getenv(EnvBaseURL), DefaultBaseURL)
-	if err := checkHTTPURL(raw); err != nil {
-		return &HostError{fmt.Errorf("%s: %w", EnvBaseURL, err), "set " + EnvBaseURL + " to the server's /v1 URL, e.g. https://api.openai.com/v1 or http://host.docker.internal:11434/v1"}
-	}
-	u, _ := url.Parse(raw)
-	port, err := urlPort(u)
-	if err != nil {
-		return &HostError{fmt.Errorf("%s: %w", EnvBaseURL, err), ""}
-	}
-	if isLoopback(u.Hostname()) {
-		return &HostError{fmt.Errorf("%s host %q is the agent's own container, not this machine", EnvBaseURL, u.Hostname()),
-			fmt.Sprintf("for a server on this machine use %s://%s/v1 and add %q to allowed_domains; it must listen on an address the Docker bridge reaches (e.g. OLLAMA_HOST=0.0.0.0)",
-				u.Scheme, net.JoinHostPort(netpolicy.HostGateway, strconv.Itoa(int(port))), net.JoinHostPort(netpolicy.HostGateway, strconv.Itoa(int(port))))}
-	}
-	if gw == nil {
-		return &HostError{fmt.Errorf("the spec has no egress gateway, so the agent cannot reach %s", displayHost(u)), "add the network capability to the spec"}
-	}
-	pol, err := netpolicy.Compile(*gw)
-	if err != nil {
-		return &HostError{fmt.Errorf("compiling the gateway policy: %w", err), ""}
-	}
-	if _, ok := pol.Allows(u.Hostname(), port, u.Scheme == "https"); !ok {
-		return &HostError{fmt.Errorf("%s %s: the spec does not allow %s on port %d", EnvBaseURL, raw, u.Hostname(), port),
-			"add " + specEntry(u) + " in the spec"}
-	}
-	return nil
-}
-
-// urlPort is u's port, or its scheme's default.
-func urlPort(u *url.URL) (uint16, error) {
-	if u.Port() == "" {
-		if u.Scheme == "https" {
-			return 443, nil
-		}
-		return 80, nil
-	}
-	p, err := netpolicy.ParsePort(u.Port())
-	if err != nil {
-		return 0, fmt.Errorf("port %q: %w", u.Port(), err)
-	}
-	return p, nil
-}
-
-// isLoopback: a name or address that, inside the agent's container,
-// means the container itself.
-func isLoopback(host string) bool {
-	if a, err := netip.ParseAddr(host); err == nil {
-		return a.IsLoopback() || a.IsUnspecified()
-	}
-	h := strings.ToLower(strings.TrimSuffix(host, "."))
-	return h == "localhost" || strings.HasSuffix(h, ".localhost") || h == "ip6-localhost" || h == "ip6-loopback"
-}
 
 // RunCheck is the verdict of an agent run, one row per condition.
 type RunCheck struct {
-	OK     bool    `json:"ok"`
-	Checks []Check `json:"checks"`
+	OK     bool          `json:"ok"`
+	Checks []agent.Check `json:"checks"`
 }
 
 // Names of the [RunCheck] rows.
@@ -114,36 +28,36 @@ const (
 	CheckAnswerStdout  = "answer.txt equals stdout"
 	CheckAuditComplete = "audit: every agent tool call audited"
 	CheckFormatRead    = "audit: answer format read"
-	CheckSampleSearch  = "audit: " + ToolCodeSampleSearch + " called"
+	CheckSampleSearch  = "audit: " + agent.ToolCodeSampleSearch + " called"
 )
 
 // CheckRun is the verdict of the run in runDir. For any question: the
 // agent exited 0, answer.txt equals stdout.txt (up to one trailing
 // newline) and is not empty, and every tool call the agent recorded with a
 // correlation id has its line in the sidecar's audit log. For the seed's
-// task (question "" or [DefaultQuestion]) also the seed's definition of
+// task (question "" or [agent.DefaultQuestion]) also the seed's definition of
 // success: the audit log holds a successful read of the answer format and
 // a successful code-sample search. The agent's exit code comes from
 // run-metadata.json (containers[role=agent]); a harness that writes the
 // metadata after the verdict uses [CheckRunExit] instead.
 func CheckRun(runDir, question string) RunCheck {
-	code, err := agentExitCode(filepath.Join(runDir, MetadataFile))
+	code, err := agentExitCode(filepath.Join(runDir, runs.MetadataFile))
 	if err != nil {
-		return verdict(Check{Name: CheckAgentExit, Detail: err.Error()}, runDir, question)
+		return verdict(agent.Check{Name: CheckAgentExit, Detail: err.Error()}, runDir, question)
 	}
 	return CheckRunExit(runDir, code, question)
 }
 
 // CheckRunExit is [CheckRun] with the agent's exit code given.
 func CheckRunExit(runDir string, agentExit int, question string) RunCheck {
-	return verdict(Check{Name: CheckAgentExit, OK: agentExit == 0, Detail: fmt.Sprintf("want 0, got %d", agentExit)}, runDir, question)
+	return verdict(agent.Check{Name: CheckAgentExit, OK: agentExit == 0, Detail: fmt.Sprintf("want 0, got %d", agentExit)}, runDir, question)
 }
 
-func verdict(exit Check, runDir, question string) RunCheck {
-	checks := []Check{exit, checkAnswerStdout(runDir)}
-	lines, auditErr := readAudit(filepath.Join(runDir, AuditFile))
-	checks = append(checks, checkAuditComplete(filepath.Join(runDir, TurnsFile), lines, auditErr))
-	if question == "" || question == DefaultQuestion {
+func verdict(exit agent.Check, runDir, question string) RunCheck {
+	checks := []agent.Check{exit, checkAnswerStdout(runDir)}
+	lines, auditErr := readAudit(filepath.Join(runDir, runs.FileAudit))
+	checks = append(checks, checkAuditComplete(filepath.Join(runDir, runs.FileAgentTurns), lines, auditErr))
+	if question == "" || question == agent.DefaultQuestion {
 		checks = append(checks, checkSeedTask(lines, auditErr)...)
 	}
 	rc := RunCheck{OK: true, Checks: checks}
@@ -159,12 +73,7 @@ func agentExitCode(path string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	var md struct {
-		Containers []struct {
-			Role     string `json:"role"`
-			ExitCode *int   `json:"exit_code"`
-		} `json:"containers"`
-	}
+	var md runs.Metadata
 	if err := json.Unmarshal(b, &md); err != nil {
 		return 0, fmt.Errorf("decoding %s: %w", filepath.Base(path), err)
 	}
@@ -177,14 +86,14 @@ func agentExitCode(path string) (int, error) {
 }
 
 // checkAnswerStdout compares answer.txt with stdout.txt.
-func checkAnswerStdout(runDir string) Check {
-	c := Check{Name: CheckAnswerStdout}
-	answer, err := readSmall(filepath.Join(runDir, AnswerFile))
+func checkAnswerStdout(runDir string) agent.Check {
+	c := agent.Check{Name: CheckAnswerStdout}
+	answer, err := readSmall(filepath.Join(runDir, runs.FileAnswer))
 	if err != nil {
 		c.Detail = err.Error()
 		return c
 	}
-	out, err := readSmall(filepath.Join(runDir, StdoutFile))
+	out, err := readSmall(filepath.Join(runDir, runs.FileStdout))
 	if err != nil {
 		c.Detail = err.Error()
 		return c
@@ -211,8 +120,8 @@ type auditLine struct {
 
 // checkAuditComplete: each tool call the agent sent to the sidecar (a
 // tool_call turn with a correlation id) has an audit line with that id.
-func checkAuditComplete(turnsPath string, lines []auditLine, auditErr error) Check {
-	c := Check{Name: CheckAuditComplete}
+func checkAuditComplete(turnsPath string, lines []auditLine, auditErr error) agent.Check {
+	c := agent.Check{Name: CheckAuditComplete}
 	if auditErr != nil {
 		c.Detail = auditErr.Error()
 		return c
@@ -251,11 +160,11 @@ func calledIDs(path string) ([]string, error) {
 		if len(bytes.TrimSpace(line)) == 0 {
 			continue
 		}
-		var tr Turn
+		var tr agent.Turn
 		if err := json.Unmarshal(line, &tr); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", filepath.Base(path), n+1, err)
 		}
-		if tr.Kind == KindToolCall && tr.CorrelationID != "" {
+		if tr.Kind == agent.KindToolCall && tr.CorrelationID != "" {
 			ids = append(ids, tr.CorrelationID)
 		}
 	}
@@ -263,22 +172,22 @@ func calledIDs(path string) ([]string, error) {
 }
 
 // checkSeedTask looks for the successful format read and code-sample search.
-func checkSeedTask(lines []auditLine, auditErr error) []Check {
-	read := Check{Name: CheckFormatRead, Detail: "no successful resources/read of " + AnswerFormatURI}
-	search := Check{Name: CheckSampleSearch, Detail: "no successful tools/call of " + ToolCodeSampleSearch}
+func checkSeedTask(lines []auditLine, auditErr error) []agent.Check {
+	read := agent.Check{Name: CheckFormatRead, Detail: "no successful resources/read of " + agent.AnswerFormatURI}
+	search := agent.Check{Name: CheckSampleSearch, Detail: "no successful tools/call of " + agent.ToolCodeSampleSearch}
 	if auditErr != nil {
 		read.Detail, search.Detail = auditErr.Error(), auditErr.Error()
-		return []Check{read, search}
+		return []agent.Check{read, search}
 	}
 	for _, l := range lines {
 		switch {
-		case l.OK && l.Kind == "resources/read" && l.Name == AnswerFormatURI:
-			read.OK, read.Detail = true, "resources/read "+AnswerFormatURI
-		case l.OK && l.Kind == "tools/call" && l.Name == ToolCodeSampleSearch:
-			search.OK, search.Detail = true, "tools/call "+ToolCodeSampleSearch
+		case l.OK && l.Kind == "resources/read" && l.Name == agent.AnswerFormatURI:
+			read.OK, read.Detail = true, "resources/read "+agent.AnswerFormatURI
+		case l.OK && l.Kind == "tools/call" && l.Name == agent.ToolCodeSampleSearch:
+			search.OK, search.Detail = true, "tools/call "+agent.ToolCodeSampleSearch
 		}
 	}
-	return []Check{read, search}
+	return []agent.Check{read, search}
 }
 
 func readAudit(path string) ([]auditLine, error) {
