@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
 
 // glanceText writes the summary at the top of report.html as text: what a
@@ -49,7 +51,7 @@ func TestGoldenGlance(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			golden(t, name+".glance.txt", []byte(glanceText(tl)))
+			testutil.Golden(t, filepath.Join("testdata", "golden", name+".glance.txt"), []byte(glanceText(tl)))
 		})
 	}
 }

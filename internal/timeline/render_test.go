@@ -3,37 +3,13 @@ package timeline
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
-
-// golden compares got with testdata/golden/name, rewriting it under -update.
-func golden(t *testing.T, name string, got []byte) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("reading golden file (run with -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("%s mismatch (-want +got):\n%s", path, diff)
-	}
-}
 
 // runDirs are the recorded runs in testdata/runs.
 var runDirs = []string{"basic", "crash", "probe", "empty", "doctor", "testsandbox", "unreachable", "hostile"}
@@ -52,8 +28,8 @@ func TestGoldenJoin(t *testing.T) {
 			if err := tl.Render(&text, RenderOptions{}); err != nil {
 				t.Fatalf("Render: %v", err)
 			}
-			golden(t, name+".timeline.jsonl", jl.Bytes())
-			golden(t, name+".story.txt", text.Bytes())
+			testutil.Golden(t, filepath.Join("testdata", "golden", name+".timeline.jsonl"), jl.Bytes())
+			testutil.Golden(t, filepath.Join("testdata", "golden", name+".story.txt"), text.Bytes())
 		})
 	}
 }
@@ -69,7 +45,7 @@ func TestGoldenReport(t *testing.T) {
 			if err := tl.WriteHTML(&page); err != nil {
 				t.Fatalf("WriteHTML: %v", err)
 			}
-			golden(t, name+".report.html", page.Bytes())
+			testutil.Golden(t, filepath.Join("testdata", "golden", name+".report.html"), page.Bytes())
 		})
 	}
 }
