@@ -38,7 +38,7 @@ var hardeningProbes = []string{
 	// The seed's catalogue: spawning, code from writable paths, direct
 	// egress by route, raw sockets, privileged binds, DNS exfiltration,
 	// system settings.
-	"G06/T01", "G06/T04", "G06/T11", "G07/T02", "G07/T05", "G07/T06", "G07/T08", "G21/T05",
+	"G06/T01", "G06/T04", "G06/T11", "G06/T12", "G07/T02", "G07/T05", "G07/T06", "G07/T08", "G21/T05",
 	"G09/T07", "G09/T08", "G09/T16", "G09/T17", "G09/T18", "G09/T20", "G09/T22", "G09/T23", "G09/T25",
 	"G19/T07",
 	// The denied directory: without a fixture, the root directory and its

@@ -32,11 +32,10 @@ func TestWorkloadPythonRedTeam(t *testing.T) {
 
 	r := s.runWith(t, "task", "--image", image, "--pull", "never", "--", "python3", "/app/redteam.py")
 	allowed := map[string]bool{"in-image library (allowed)": true, "write the output dir (allowed)": true, "connect mcp-sidecar:8000 (allowed)": true}
-	// KNOWN, OPEN (docs/hardening.md): the output directory is a bind
-	// mount, which Docker cannot mount noexec, so a library written there
-	// maps executable in-process (inside the same Landlock domain and
-	// seccomp filter). Logged, not failed; it must never run as a program.
-	knownOpen := map[string]bool{"load a written library from the output dir": true}
+	// Every other attempt must be refused: among them a library written to
+	// /tmp, /sandbox-work or the output directory, loaded with ctypes or
+	// mapped and mprotect'ed executable (every writable path is noexec;
+	// the output directory by the host's mount, internal/noexec).
 	seen := 0
 	for _, line := range strings.Split(r.stdout, "\n") {
 		var a struct {
@@ -49,15 +48,13 @@ func TestWorkloadPythonRedTeam(t *testing.T) {
 		seen++
 		t.Logf("%-45s ok=%-5v %s", a.Name, a.OK, a.Error)
 		switch {
-		case knownOpen[a.Name]:
-			t.Logf("KNOWN OPEN FINDING %q: ok=%v", a.Name, a.OK)
 		case allowed[a.Name] && !a.OK:
 			t.Errorf("%s: want allowed, got %s", a.Name, a.Error)
 		case !allowed[a.Name] && a.OK:
 			t.Errorf("%s: want refused, but it succeeded", a.Name)
 		}
 	}
-	if seen < 25 {
+	if seen < 27 {
 		t.Fatalf("%d attempts reported, want every one\nstdout:\n%s", seen, r.stdout)
 	}
 	if r.err != nil {
@@ -68,4 +65,5 @@ func TestWorkloadPythonRedTeam(t *testing.T) {
 		t.Error("the supervisor's refusals are not in the workload's stderr")
 	}
 	agCheckNothingLeft(t, r.id)
+	assertNoMountsLeft(t, r.runsDir)
 }
