@@ -430,11 +430,14 @@ func TestHarnessSIGKILLThenGC(t *testing.T) {
 	if len(cs) != 3 || len(ns) != 2 {
 		t.Fatalf("after SIGKILL: %d containers, %d networks; want 3 and 2 (the test would prove nothing)", len(cs), len(ns))
 	}
-	g, code := RunCLI(t, id, nil, "gc")
+	g, code := RunCLI(t, id, nil, "gc", "--runs-dir", runsDir) // and the output mounts the killed run left
 	if code != 0 {
 		t.Fatalf("gc exited %d: %s", code, g.Stderr.String())
 	}
 	RequireNothingLeft(t, label)
+	if n := strings.Count(g.Stdout.String(), "removed mount "+runsDir+"/"); n != 3 {
+		t.Errorf("gc removed %d output mounts of the killed run, want 3 (one per role):\n%s", n, g.Stdout.String())
+	}
 	if !strings.Contains(g.Stdout.String(), "removed 3 container(s) and 2 network(s)") && !strings.Contains(g.Stdout.String(), "removed") {
 		t.Errorf("gc output:\n%s", g.Stdout.String())
 	}
