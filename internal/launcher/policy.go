@@ -148,6 +148,11 @@ func Plan(in Input) (Planned, error) {
 	if in.ShellAccess {
 		l.ExecDirs = imageDirs
 		l.ReadOnlyDirs = ro
+		// The command itself, wherever it is: under test-sandbox it is
+		// the launcher's own file, which no image directory covers.
+		if !slices.ContainsFunc(imageDirs, func(d string) bool { return within(prog, d) }) {
+			l.ExecFiles = []string{prog}
+		}
 	} else {
 		l.ReadOnlyDirs = append(ro, imageDirs...)
 		l.ExecFiles = append([]string{prog}, interps...)

@@ -3,6 +3,7 @@ package launcher
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -109,6 +110,23 @@ func TestPlanShellAccess(t *testing.T) {
 				t.Errorf("writable %s lies in granted directory %s", w, d)
 			}
 		}
+	}
+}
+
+// TestPlanShellAccessLauncherCommand: under test-sandbox --image the
+// command is the launcher's own file, outside every image directory; with
+// shell_access it still gets the execute right (it did not: the probe
+// could not start, "permission denied").
+func TestPlanShellAccessLauncherCommand(t *testing.T) {
+	root := fakeImage(t)
+	self, _ := os.Executable()
+	copyFile(t, self, filepath.Join(root, ".mcpsidecar/mcpsidecar"), 0o755) // static, as the real one
+	got, err := Plan(Input{Base: basePolicy(writable...), Argv: []string{"/.mcpsidecar/mcpsidecar", "probe"}, ShellAccess: true, Root: root, Self: "/.mcpsidecar/mcpsidecar"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := got.Policy.Landlock; !cmp.Equal(l.ExecFiles, []string{"/.mcpsidecar/mcpsidecar"}) || slices.Contains(l.ExecDirs, "/.mcpsidecar") {
+		t.Errorf("exec files %q, exec dirs %q: want the launcher file only", l.ExecFiles, l.ExecDirs)
 	}
 }
 
