@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/net/http/httpproxy"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
 )
 
 // Defaults for [Options] left at their zero value.
@@ -34,11 +36,11 @@ const (
 
 // Environment variable names read by [LoadConfig].
 const (
-	EnvInSandbox  = "SANDBOX_AGENT_CONTAINER"
-	EnvSidecarURL = "MCP_SIDECAR_URL"
-	EnvAPIKey     = "OPENAI_API_KEY"
-	EnvBaseURL    = "OPENAI_BASE_URL"
-	EnvModel      = "OPENAI_MODEL"
+	EnvInSandbox  = agentenv.InSandbox
+	EnvSidecarURL = agentenv.SidecarURL
+	EnvAPIKey     = agentenv.APIKey
+	EnvBaseURL    = agentenv.BaseURL
+	EnvModel      = agentenv.Model
 	EnvQuestion   = "MCPSIDECAR_QUESTION"
 	// EnvEngineVersion is the Docker Engine's version, from the harness;
 	// only the connectivity check reads it.

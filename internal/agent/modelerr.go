@@ -21,7 +21,7 @@ import (
 
 // EnvCABundle is the host variable naming the PEM bundle the image trusts
 // (read by the CLI when it builds the image; named here in hints).
-const EnvCABundle = "MCPSIDECAR_CA_BUNDLE"
+const EnvCABundle = spec.EnvCABundle
 
 // gatewayDenied and gatewayUpstream start the bodies of the egress
 // gateway's own answers (internal/egress: refuse, failUpstream); Squid

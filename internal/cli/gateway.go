@@ -19,8 +19,8 @@ import (
 
 // Environment variables the gateway command reads (flags win).
 const (
-	envGatewayPolicy = "MCPSIDECAR_GATEWAY_POLICY" // netpolicy.Config JSON when --policy is absent
-	envRunID         = orchestrate.EnvRunID        // default of --run-id
+	envGatewayPolicy = netpolicy.EnvPolicy  // netpolicy.Config JSON when --policy is absent
+	envRunID         = orchestrate.EnvRunID // default of --run-id
 )
 
 // gatewayOptions are the gateway command's flags.

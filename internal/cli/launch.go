@@ -46,4 +46,4 @@ func newLaunchCmd(s Streams) *cobra.Command {
 
 // envLaunchReportDir is where the launcher writes harden-report.json (the
 // workload's output directory; unset: no report).
-const envLaunchReportDir = "MCPSIDECAR_LAUNCH_REPORT_DIR"
+const envLaunchReportDir = launcher.EnvReportDir

@@ -60,14 +60,14 @@ func TestRolesDoNotImportTheHost(t *testing.T) {
 }
 
 // TestContractPackagesStaySmall: the homes of the shared names (runs,
-// hold, exitcode, enginever, trace) and of redaction (redact) are imported
-// by roles and host alike, so they import no other package of this module
-// beyond termtext.
+// hold, exitcode, enginever, trace, agentenv) and of redaction (redact)
+// are imported by roles and host alike, so they import no other package
+// of this module beyond termtext.
 func TestContractPackagesStaySmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	for _, pkg := range []string{"internal/runs", "internal/hold", "internal/exitcode", "internal/enginever", "internal/trace", "internal/redact"} {
+	for _, pkg := range []string{"internal/runs", "internal/hold", "internal/exitcode", "internal/enginever", "internal/trace", "internal/redact", "internal/agent/agentenv"} {
 		for _, d := range deps(t, pkg) {
 			if strings.HasPrefix(d, module) && d != module+pkg && d != module+"internal/termtext" {
 				t.Errorf("%s imports %s", pkg, d)

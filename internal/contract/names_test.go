@@ -112,8 +112,12 @@ func TestRunFileNamesHaveOneHome(t *testing.T) {
 	ratchet(t, "run-directory file name", found, runFileLiteralsLeft)
 }
 
-// envName is the shape of the variables the host and the roles share.
-var envName = regexp.MustCompile(`^(MCPSIDECAR|OPENAI)_[A-Z0-9_]+$`)
+// envName is the shape of the variables the host and the roles share:
+// ours, the model's (OPENAI_*) and the agent container's (MCP_SIDECAR_URL,
+// SANDBOX_AGENT_CONTAINER). HTTP_PROXY, HTTPS_PROXY and NO_PROXY are a
+// convention of every HTTP client, not a contract of ours, and are left
+// out.
+var envName = regexp.MustCompile(`^(MCPSIDECAR|OPENAI|MCP|SANDBOX)_[A-Z0-9_]+$`)
 
 // TestEnvNamesHaveOneHome: each variable's name is spelled in one package,
 // its owner's; the others import the owner's constant.

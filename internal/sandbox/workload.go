@@ -201,7 +201,7 @@ const EnvWorkloadOutputDir = "MCPSIDECAR_OUTPUT_DIR"
 
 // envLaunchReportDir is where the launcher writes its harden report (cli's
 // launch command reads it).
-const envLaunchReportDir = "MCPSIDECAR_LAUNCH_REPORT_DIR"
+const envLaunchReportDir = launcher.EnvReportDir
 
 // binaryPath is the static binary the image is built from, which is also
 // the launcher mounted into a workload image.

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar/learn"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/version"
 )
 
@@ -259,9 +260,9 @@ func (u *upstream) explain(ctx context.Context, err error) error {
 	return err
 }
 
-// envCABundle is the host variable (agent.EnvCABundle, read by the CLI)
-// naming the CA bundle the image trusts; the sidecar only names it.
-const envCABundle = "MCPSIDECAR_CA_BUNDLE"
+// envCABundle is the host variable naming the CA bundle the image trusts
+// (read by the host); the sidecar only names it.
+const envCABundle = spec.EnvCABundle
 
 // session returns the live session, connecting and checking the tool list
 // first if there is none.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
@@ -249,7 +250,7 @@ func withoutHeld(names []string, creds []ResolvedCredential) []string {
 		}
 		drop = append(drop, c.FromHost)
 		if c.Default {
-			drop = append(drop, "OPENAI_BASE_URL")
+			drop = append(drop, agentenv.BaseURL)
 		}
 	}
 	return slices.DeleteFunc(names, func(n string) bool { return slices.Contains(drop, n) })

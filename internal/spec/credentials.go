@@ -11,6 +11,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2/unstable"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
 
@@ -85,7 +86,7 @@ type GatewayCredential struct {
 // openAICredential is what openai_agents declares by default.
 func openAICredential() Credential {
 	return Credential{Host: "api.openai.com", Header: "Authorization", Format: "Bearer " + ValueToken,
-		FromHost: "OPENAI_API_KEY", Default: true}
+		FromHost: agentenv.APIKey, Default: true}
 }
 
 // credEntry is one [[credentials]] table as written.

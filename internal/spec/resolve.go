@@ -8,15 +8,21 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
 
 // Environment variable names the harness sets in containers.
 const (
-	EnvHardenPolicy  = "MCPSIDECAR_HARDEN_POLICY"
-	EnvGatewayPolicy = "MCPSIDECAR_GATEWAY_POLICY"
-	EnvSidecarURL    = "MCP_SIDECAR_URL"
-	EnvInSandbox     = "SANDBOX_AGENT_CONTAINER"
+	EnvHardenPolicy  = harden.EnvPolicy
+	EnvGatewayPolicy = netpolicy.EnvPolicy
+	EnvSidecarURL    = agentenv.SidecarURL
+	EnvInSandbox     = agentenv.InSandbox
+	// EnvCABundle is the host variable naming the PEM bundle of CA
+	// certificates the sandbox's image trusts. The host reads it when it
+	// builds the image; the roles name it in their hints.
+	EnvCABundle = "MCPSIDECAR_CA_BUNDLE"
 )
 
 // openAIDomain is the egress rule openai_agents adds.
@@ -25,7 +31,7 @@ const openAIDomain = ".openai.com"
 // openAIForward are the host variables openai_agents forwards to the agent.
 // Only OPENAI_API_KEY is secret; the other two let a run point the agent at
 // another OpenAI-compatible endpoint or model.
-var openAIForward = []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_MODEL"}
+var openAIForward = []string{agentenv.APIKey, agentenv.BaseURL, agentenv.Model}
 
 // Resolve turns a validated spec into its [Profile]. It is pure: the same
 // spec always gives the same profile, and nothing outside is touched.
