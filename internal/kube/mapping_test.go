@@ -17,7 +17,7 @@ import (
 
 const (
 	testRunID    = "run-2026-01-02-03-04-05"
-	testImage    = "mcpsidecar:0123456789abcdef"
+	ourImage     = "mcpsidecar:0123456789abcdef"
 	testLauncher = "/.mcpsidecar/mcpsidecar" // sandbox.LauncherPath
 	sidecarIP    = "10.96.0.10"
 	gatewayIP    = "10.96.0.11"
@@ -54,7 +54,7 @@ func input(t *testing.T, specName string, w orchestrate.Workload) Input {
 		t.Fatalf("resolving %s: %v", specName, err)
 	}
 	plan, err := orchestrate.NewPlan(orchestrate.Input{
-		Profile: p, RunID: testRunID, RunDir: "/runs/" + testRunID, Image: testImage, Workload: w,
+		Profile: p, RunID: testRunID, RunDir: "/runs/" + testRunID, Image: ourImage, Workload: w,
 		Env: map[string][]dockerx.EnvVar{orchestrate.RoleAgent: {
 			{Name: "OPENAI_API_KEY", Value: "sk-test-secret", Secret: true},
 			{Name: orchestrate.EnvQuestion, Value: "why?"},
@@ -68,7 +68,7 @@ func input(t *testing.T, specName string, w orchestrate.Workload) Input {
 		own(&plan, s.Workload)
 	}
 	return Input{
-		Plan: plan, Profile: p, RuntimeImage: testImage, Token: "a1b2c3", LauncherPath: testLauncher,
+		Plan: plan, Profile: p, RuntimeImage: ourImage, Token: "a1b2c3", LauncherPath: testLauncher,
 		ServiceIPs: map[string]string{spec.SidecarAlias: sidecarIP, spec.GatewayAlias: gatewayIP},
 	}
 }

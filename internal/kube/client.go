@@ -1,0 +1,344 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+)
+
+// Client creates and removes the Kubernetes objects of runs. It is the
+// only part of this package that talks to a cluster.
+type Client struct {
+	cs   kubernetes.Interface
+	poll time.Duration
+}
+
+// Config loads a client configuration: the kubeconfig file at path (with
+// context, when not empty, instead of its current one), or, with an
+// empty path, the in-cluster service account. The caller decides the
+// path (--kubeconfig, $KUBECONFIG, ~/.kube/config): this package reads
+// no environment.
+func Config(path, context string) (*rest.Config, error) {
+	if path == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("no kubeconfig given and not in a cluster: %w", err)
+		}
+		return cfg, nil
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	over := &clientcmd.ConfigOverrides{CurrentContext: context}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, over).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("loading kubeconfig %s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// NewClient connects to the cluster cfg names.
+func NewClient(cfg *rest.Config) (*Client, error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
+	}
+	return &Client{cs: cs, poll: 250 * time.Millisecond}, nil
+}
+
+// CreateOptions are the waits of [Client.Create] and a test hook.
+type CreateOptions struct {
+	// ReadyTimeout bounds each wait for a pod to be Ready (default 2m).
+	ReadyTimeout time.Duration
+	// Adjust, when set, changes each pod just before it is created
+	// (tests: a stand-in image on a cluster that does not hold ours).
+	Adjust func(*corev1.Pod)
+}
+
+// Run is what [Client.Create] made: the namespace and the mapped objects
+// as created (the Services with their ClusterIPs).
+type Run struct {
+	Namespace string
+	Set       Set
+}
+
+// Create makes the run's objects in order: the namespace, the Services
+// (whose ClusterIPs the pods need), the NetworkPolicies, the Secrets, the
+// pods of every role but the workload, each waited for until Ready, and
+// the workload's pod last. On any failure it deletes the namespace again
+// before returning the error: a partial run leaves nothing behind.
+func (c *Client) Create(ctx context.Context, in Input, o CreateOptions) (run *Run, err error) {
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 2 * time.Minute
+	}
+	ns, err := Namespace(in)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+	}
+	defer func() {
+		if err != nil {
+			// A fresh context: the run's may be what was cancelled.
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if derr := c.Delete(dctx, ns.Name); derr != nil {
+				err = errors.Join(err, fmt.Errorf("rolling back: %w", derr))
+			}
+		}
+	}()
+	set, err := c.createObjects(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	set.Namespace = ns
+	if err := c.createPods(ctx, set, o); err != nil {
+		return nil, err
+	}
+	return &Run{Namespace: ns.Name, Set: set}, nil
+}
+
+// createObjects creates the Services, reads their ClusterIPs into in,
+// then creates the policies and maps the pods.
+func (c *Client) createObjects(ctx context.Context, in Input) (Set, error) {
+	var set Set
+	svcs, err := Services(in)
+	if err != nil {
+		return Set{}, err
+	}
+	in.ServiceIPs = map[string]string{}
+	for _, s := range svcs {
+		got, err := c.cs.CoreV1().Services(s.Namespace).Create(ctx, s, metav1.CreateOptions{})
+		if err != nil {
+			return Set{}, fmt.Errorf("creating service %s: %w", s.Name, err)
+		}
+		in.ServiceIPs[s.Name] = got.Spec.ClusterIP
+		set.Services = append(set.Services, got)
+	}
+	if set.Policies, err = Policies(in); err != nil {
+		return Set{}, err
+	}
+	for _, p := range set.Policies {
+		if _, err := c.cs.NetworkingV1().NetworkPolicies(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return Set{}, fmt.Errorf("creating network policy %s: %w", p.Name, err)
+		}
+	}
+	if set.Pods, set.Secrets, err = Pods(in); err != nil {
+		return Set{}, err
+	}
+	for _, s := range set.Secrets {
+		if _, err := c.cs.CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			return Set{}, fmt.Errorf("creating secret %s: %w", s.Name, err)
+		}
+	}
+	return set, nil
+}
+
+// createPods starts the pods in the plan's order; every pod but the
+// workload's must be Ready before the next is created (the agent is
+// created once the gateway and the sidecar answer).
+func (c *Client) createPods(ctx context.Context, set Set, o CreateOptions) error {
+	for _, p := range set.Pods {
+		if o.Adjust != nil {
+			o.Adjust(p)
+		}
+		if _, err := c.cs.CoreV1().Pods(p.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("creating pod %s: %w", p.Name, err)
+		}
+		if p.Name == PodName(orchestrate.RoleAgent) {
+			continue
+		}
+		if err := c.WaitReady(ctx, p.Namespace, p.Name, o.ReadyTimeout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// WaitReady waits until the pod is Ready. A pod that ends (or whose
+// container is waiting on an error that does not clear by itself) fails
+// the wait at once, with its reason.
+func (c *Client) WaitReady(ctx context.Context, ns, name string, timeout time.Duration) error {
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, c.poll, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := c.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
+		}
+		last = p
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("pod %s/%s ended (%s) before it was ready: %s", ns, name, p.Status.Phase, why(p))
+		}
+		if msg := stuck(p); msg != "" {
+			return false, fmt.Errorf("pod %s/%s cannot start: %s", ns, name, msg)
+		}
+		return ready(p), nil
+	})
+	if err != nil && last != nil && wait.Interrupted(err) {
+		return fmt.Errorf("pod %s/%s not ready after %s (phase %s: %s): %w", ns, name, timeout, last.Status.Phase, why(last), err)
+	}
+	return err
+}
+
+// WaitDone waits until the pod has ended and returns its main
+// container's exit code.
+func (c *Client) WaitDone(ctx context.Context, ns, name string, timeout time.Duration) (int, error) {
+	code := -1
+	err := wait.PollUntilContextTimeout(ctx, c.poll, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := c.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
+		}
+		if msg := stuck(p); msg != "" {
+			return false, fmt.Errorf("pod %s/%s cannot start: %s", ns, name, msg)
+		}
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == ContainerName && s.State.Terminated != nil {
+				code = int(s.State.Terminated.ExitCode)
+				return true, nil
+			}
+		}
+		if p.Status.Phase == corev1.PodFailed {
+			return false, fmt.Errorf("pod %s/%s failed before its container ran: %s", ns, name, why(p))
+		}
+		return false, nil
+	})
+	if err != nil {
+		return -1, fmt.Errorf("waiting for pod %s/%s to end: %w", ns, name, err)
+	}
+	return code, nil
+}
+
+func ready(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// stuck names a waiting reason that will not clear by waiting: a missing
+// image (nothing is ever pulled), a bad config, a refused sysctl.
+func stuck(p *corev1.Pod) string {
+	if p.Status.Reason == "SysctlForbidden" || p.Status.Reason == "UnexpectedAdmissionError" {
+		return p.Status.Reason + ": " + p.Status.Message
+	}
+	for _, s := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		if w := s.State.Waiting; w != nil {
+			switch w.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError", "CreateContainerError", "RunContainerError":
+				return s.Name + ": " + w.Reason + ": " + w.Message
+			}
+		}
+		if t := s.State.Terminated; t != nil && t.ExitCode != 0 && isInit(p, s.Name) {
+			return fmt.Sprintf("init container %s exited %d: %s", s.Name, t.ExitCode, t.Message)
+		}
+	}
+	return ""
+}
+
+func isInit(p *corev1.Pod, name string) bool {
+	for _, c := range p.Spec.InitContainers {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func why(p *corev1.Pod) string {
+	if p.Status.Reason != "" || p.Status.Message != "" {
+		return p.Status.Reason + " " + p.Status.Message
+	}
+	for _, s := range p.Status.ContainerStatuses {
+		if t := s.State.Terminated; t != nil {
+			return fmt.Sprintf("container %s exited %d (%s)", s.Name, t.ExitCode, t.Reason)
+		}
+		if w := s.State.Waiting; w != nil {
+			return fmt.Sprintf("container %s waiting: %s %s", s.Name, w.Reason, w.Message)
+		}
+	}
+	return "no container status yet"
+}
+
+// Logs copies the output of the pod's container to w.
+func (c *Client) Logs(ctx context.Context, ns, pod, container string, w io.Writer) error {
+	rc, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Stream(ctx)
+	if err != nil {
+		return fmt.Errorf("reading logs of %s/%s/%s: %w", ns, pod, container, err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(w, rc); err != nil {
+		return fmt.Errorf("reading logs of %s/%s/%s: %w", ns, pod, container, err)
+	}
+	return nil
+}
+
+// DeleteTimeout bounds how long [Client.Delete] waits for a namespace to
+// be gone.
+const DeleteTimeout = 2 * time.Minute
+
+// Delete deletes the namespace, with everything in it, and waits until
+// the cluster has removed it. A namespace that is already gone is not an
+// error.
+func (c *Client) Delete(ctx context.Context, ns string) error {
+	fg := metav1.DeletePropagationForeground
+	zero := int64(0)
+	err := c.cs.CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{PropagationPolicy: &fg, GracePeriodSeconds: &zero})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("deleting namespace %s: %w", ns, err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, c.poll, DeleteTimeout, true, func(ctx context.Context) (bool, error) {
+		_, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for namespace %s to be gone: %w", ns, err)
+	}
+	return nil
+}
+
+// Orphan is a run namespace found by its labels.
+type Orphan struct {
+	Namespace string
+	Labels    map[string]string
+	Created   time.Time
+}
+
+// RunNamespaces lists the namespaces of runs (label mcpsidecar=1) that
+// were not kept (mcpsidecar.kept != 1), with their owner labels: gc
+// decides, as for Docker resources, which owner is dead. extra narrows
+// the selector (tests: mcpsidecar.test=1).
+func (c *Client) RunNamespaces(ctx context.Context, extra string) ([]Orphan, error) {
+	sel := orchestrate.LabelApp + "=1," + orchestrate.LabelKept + "!=1"
+	if extra != "" {
+		sel += "," + extra
+	}
+	list, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return nil, fmt.Errorf("listing run namespaces (%s): %w", sel, err)
+	}
+	var out []Orphan
+	for _, ns := range list.Items {
+		out = append(out, Orphan{Namespace: ns.Name, Labels: ns.Labels, Created: ns.CreationTimestamp.Time})
+	}
+	return out, nil
+}
