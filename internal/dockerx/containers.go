@@ -31,9 +31,10 @@ func (c *Client) CreateContainer(ctx context.Context, spec ContainerSpec) (strin
 		return "", fmt.Errorf("creating container %s: %w", spec.Name, err)
 	}
 	for _, a := range spec.Networks[1:] {
-		_, err := c.api.NetworkConnect(ctx, a.Network, client.NetworkConnectOptions{
-			Container: res.ID, EndpointConfig: &network.EndpointSettings{Aliases: a.Aliases},
-		})
+		ep, err := endpoint(spec.Name, a)
+		if err == nil {
+			_, err = c.api.NetworkConnect(ctx, a.Network, client.NetworkConnectOptions{Container: res.ID, EndpointConfig: ep})
+		}
 		if err != nil {
 			return res.ID, fmt.Errorf("connecting container %s to network %s: %w", spec.Name, a.Network, err)
 		}
@@ -66,10 +67,31 @@ func translate(s ContainerSpec) (*container.Config, *container.HostConfig, *netw
 	if first.Network == "none" {
 		return cfg, host, nil, nil
 	}
-	netCfg := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-		first.Network: {Aliases: first.Aliases},
-	}}
-	return cfg, host, netCfg, nil
+	for _, a := range s.Networks[1:] { // connected after create: checked now, before anything exists
+		if _, err := endpoint(s.Name, a); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	ep, err := endpoint(s.Name, first)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return cfg, host, &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{first.Network: ep}}, nil
+}
+
+// endpoint is one attachment's endpoint settings: its aliases and, when
+// set, its fixed IPv4 address.
+func endpoint(name string, a Attachment) (*network.EndpointSettings, error) {
+	ep := &network.EndpointSettings{Aliases: a.Aliases}
+	if a.IPv4 == "" {
+		return ep, nil
+	}
+	ip, err := netip.ParseAddr(a.IPv4)
+	if err != nil || !ip.Is4() {
+		return nil, fmt.Errorf("container %s: address %q on network %s: want an IPv4 address", name, a.IPv4, a.Network)
+	}
+	ep.IPAMConfig = &network.EndpointIPAMConfig{IPv4Address: ip}
+	return ep, nil
 }
 
 func hostConfig(s ContainerSpec) (*container.HostConfig, error) {

@@ -73,6 +73,27 @@ func TestTranslate(t *testing.T) {
 	}
 }
 
+// TestTranslateFixedAddress: an attachment's fixed address is the
+// endpoint's IPAM address; none leaves the choice to the engine.
+func TestTranslateFixedAddress(t *testing.T) {
+	s := fullSpec()
+	s.Networks[0].IPv4 = "10.213.4.2"
+	_, _, net, err := translate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := net.EndpointsConfig["net-egress"]
+	if ep.IPAMConfig == nil || ep.IPAMConfig.IPv4Address != netip.MustParseAddr("10.213.4.2") {
+		t.Errorf("endpoint IPAM %+v, want 10.213.4.2", ep.IPAMConfig)
+	}
+	if _, _, net, _ := translate(fullSpec()); net.EndpointsConfig["net-egress"].IPAMConfig != nil {
+		t.Errorf("an address was set without one asked for")
+	}
+	if ep, err := endpoint("c", Attachment{Network: "n", IPv4: "10.213.4.18"}); err != nil || ep.IPAMConfig.IPv4Address != netip.MustParseAddr("10.213.4.18") {
+		t.Errorf("second network's endpoint %+v, %v", ep, err)
+	}
+}
+
 func TestTranslateNetworkNone(t *testing.T) {
 	s := fullSpec()
 	s.Networks = []Attachment{{Network: "none"}}
@@ -95,6 +116,8 @@ func TestTranslateRejects(t *testing.T) {
 		{"bad dns", func(s *ContainerSpec) { s.DNS = []string{"resolver.example"} }, `dns server "resolver.example"`},
 		{"colon in source", func(s *ContainerSpec) { s.Mounts[0].Source = "/runs/a:b" }, "contains ':' or ','"},
 		{"comma in target", func(s *ContainerSpec) { s.Mounts[0].Target = "/out,ro" }, "contains ':' or ','"},
+		{"bad address", func(s *ContainerSpec) { s.Networks[0].IPv4 = "10.0.0.300" }, `address "10.0.0.300" on network net-egress`},
+		{"IPv6 address", func(s *ContainerSpec) { s.Networks[1].IPv4 = "fd00::2" }, `address "fd00::2" on network net-internal: want an IPv4 address`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

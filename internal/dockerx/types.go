@@ -65,10 +65,13 @@ type Ulimit struct {
 	Hard int64  `json:"hard"`
 }
 
-// Attachment connects a container to a network under some aliases.
+// Attachment connects a container to a network under some aliases, at a
+// fixed IPv4 address when IPv4 is set (the network must have a subnet that
+// holds it; empty lets the engine choose when the container starts).
 type Attachment struct {
 	Network string   `json:"network"`
 	Aliases []string `json:"aliases"`
+	IPv4    string   `json:"ipv4,omitempty"`
 }
 
 // ContainerSpec is everything the engine needs to create one container.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 )
 
 // Session carries out one [Plan] and remembers everything it created, so
@@ -64,8 +65,22 @@ type Container struct {
 	// ReadyBy says how readiness was judged when not by a request
 	// (ReadyByListening); empty otherwise.
 	ReadyBy string
-	peak    func() uint64
-	wait    <-chan dockerx.WaitResult
+	// StartedAhead: the container was started (held) while an earlier
+	// service was becoming ready; see [Session.Apply].
+	StartedAhead bool
+	peak         func() uint64
+	wait         <-chan dockerx.WaitResult
+	// starting is closed once a start made ahead has returned, with
+	// startErr its error.
+	starting chan struct{}
+	startErr error
+	// inspected: Pid and IPs are from an inspect of the running container.
+	inspected bool
+	// startAsked: the engine was asked to start the container.
+	startAsked bool
+	// createErr is why a container created ahead was not fully created
+	// (its second network): its own phase fails with it.
+	createErr error
 }
 
 // PeakMemory is the highest memory use seen while the container ran.
@@ -125,6 +140,16 @@ func (p Plan) Phases() []string {
 // waits for its exit. It stops at the first failure, or when ctx ends
 // (then returning ctx's error).
 //
+// What does not depend on that order is done earlier, together: the first
+// service's phase creates every container whose peers' addresses are
+// known (all of them when the internal network has a subnet: each
+// container has a fixed address there, see [Session.CreateNetworks]),
+// and starts each later service that is held (Step.Hold) while the first
+// one is becoming ready. The order that matters is kept: a held service
+// does nothing before its release, and it is released in its own phase,
+// once every service before it is ready; the workload is started only
+// after every service is ready, never ahead.
+//
 // Everything Apply created, even half-created (a container whose second
 // network failed to connect), is registered in the session at once, so
 // [Session.Teardown] removes exactly that, in reverse order, on every
@@ -137,10 +162,22 @@ func (s *Session) Apply(ctx context.Context, h Hooks) error {
 		name string
 		run  func() error
 	}
+	// A start made ahead has returned before Apply does: the caller then
+	// reads and stops what it left.
+	defer s.joinStarts()
 	phases := []phase{{PhaseNetworks, func() error { return s.CreateNetworks(ctx) }}}
+	first := true
 	for i, st := range s.Plan.Containers {
 		if !st.Workload {
-			phases = append(phases, phase{st.Role, func() error { return s.StartService(ctx, st.Role, h.ReadyTimeout) }})
+			ahead := first
+			first = false
+			phases = append(phases, phase{st.Role, func() error {
+				if ahead {
+					s.createAhead(ctx)
+					s.startHeldAhead(ctx, st.Role, h.ReadyTimeout)
+				}
+				return s.StartService(ctx, st.Role, h.ReadyTimeout)
+			}})
 			continue
 		}
 		if i != len(s.Plan.Containers)-1 {
@@ -189,7 +226,8 @@ func orDiscard(w io.Writer) io.Writer {
 }
 
 // CreateNetworks creates the plan's networks, each on a free /28 of the
-// plan's pool (see subnet.go); the plan records the subnets used.
+// plan's pool (see subnet.go); the plan records the subnets used, and each
+// container's fixed address on the internal network (planAddresses).
 func (s *Session) CreateNetworks(ctx context.Context) error {
 	alloc, err := s.subnets(ctx)
 	if err != nil {
@@ -202,6 +240,52 @@ func (s *Session) CreateNetworks(ctx context.Context) error {
 			return err
 		}
 		s.Networks = append(s.Networks, CreatedNetwork{Name: n.Name, ID: id, Internal: n.Internal, Subnet: n.Subnet})
+	}
+	return s.planAddresses()
+}
+
+// planAddresses gives each container attached to the internal network a
+// fixed address of its subnet, in the plan's order, after the one the
+// engine reserves for the bridge. Every container's host entries are then
+// known before any peer has started, so all can be created up front. A
+// network without a subnet (the engine's pools) gets none: its
+// containers are created one by one, each once its peers run.
+func (s *Session) planAddresses() error {
+	name := s.internalNetwork()
+	var sub netip.Prefix
+	var bridge netip.Addr
+	for _, n := range s.Plan.Networks {
+		if n.Name != name || n.Subnet == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(n.Subnet)
+		if err != nil || !p.Addr().Is4() {
+			return fmt.Errorf("planning addresses: network %s: subnet %q is not an IPv4 range", n.Name, n.Subnet)
+		}
+		sub, bridge = p.Masked(), gatewayOf(p.Masked())
+		if n.Gateway != "" {
+			if bridge, err = netip.ParseAddr(n.Gateway); err != nil {
+				return fmt.Errorf("planning addresses: network %s: gateway %q: %w", n.Name, n.Gateway, err)
+			}
+		}
+	}
+	if !sub.IsValid() {
+		return nil
+	}
+	next := sub.Addr()
+	for i := range s.Plan.Containers {
+		nets := s.Plan.Containers[i].Spec.Networks
+		for j := range nets {
+			if nets[j].Network != name || nets[j].IPv4 != "" {
+				continue
+			}
+			for next = next.Next(); next == bridge; next = next.Next() {
+			}
+			if !sub.Contains(next.Next()) { // the last address is the broadcast
+				return fmt.Errorf("planning addresses: network %s (%s) has no address left for %s", name, sub, s.Plan.Containers[i].Role)
+			}
+			nets[j].IPv4 = next.String()
+		}
 	}
 	return nil
 }
@@ -226,35 +310,146 @@ func (s *Session) Find(role string) *Container {
 	return nil
 }
 
-// create creates the step's container and registers the wait before start.
+// create creates the step's container (created is its record, even when
+// the error is not nil) and registers the wait before start.
 func (s *Session) create(ctx context.Context, st Step) (*Container, error) {
+	c, err := s.newContainer(ctx, st)
+	if c != nil {
+		s.Containers = append(s.Containers, c)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// newContainer creates the step's container and registers the wait before
+// start. The container it returns is to be recorded even with an error
+// (connecting a second network failed), so teardown removes it.
+func (s *Session) newContainer(ctx context.Context, st Step) (*Container, error) {
 	hosts, err := s.hostEntries(st)
 	if err != nil {
 		return nil, err
 	}
 	st.Spec.ExtraHosts = append(slices.Clone(st.Spec.ExtraHosts), hosts...)
 	id, err := s.Engine.CreateContainer(ctx, st.Spec)
-	if id != "" {
-		// Recorded even when connecting a second network failed, so
-		// teardown removes it.
-		s.Containers = append(s.Containers, &Container{Step: st, ID: id})
-	}
-	if err != nil {
+	if id == "" {
 		return nil, err
 	}
-	c := s.Containers[len(s.Containers)-1]
-	c.wait = s.Engine.WaitContainer(context.WithoutCancel(ctx), id)
-	return c, nil
+	c := &Container{Step: st, ID: id}
+	if err == nil {
+		c.wait = s.Engine.WaitContainer(context.WithoutCancel(ctx), id)
+	}
+	return c, err
+}
+
+// createAhead creates, together, every container of the plan not created
+// yet whose host entries are known, and records them in the plan's order
+// (a half-created one too, so teardown removes it). A failure is left to
+// the container's own phase: one that was not created is created there
+// (and fails there), a half-created one fails there with its error.
+func (s *Session) createAhead(ctx context.Context) {
+	var todo []Step
+	for _, st := range s.Plan.Containers {
+		if s.Find(st.Role) != nil {
+			continue
+		}
+		if _, err := s.hostEntries(st); err != nil {
+			continue // created in its own phase, once its peers run
+		}
+		todo = append(todo, st)
+	}
+	made := make([]*Container, len(todo))
+	errs := make([]error, len(todo))
+	var wg sync.WaitGroup
+	for i, st := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			made[i], errs[i] = s.newContainer(ctx, st)
+		}()
+	}
+	wg.Wait()
+	for i, c := range made {
+		if c != nil {
+			c.createErr = errs[i]
+			s.Containers = append(s.Containers, c)
+		}
+	}
+}
+
+// startHeldAhead starts, each in the background, the held services after
+// role (not the workload) that are created: they wait for their release,
+// which comes in their own phase, so their start (the slowest engine call
+// here) overlaps role's start and readiness. A service is not started
+// ahead when the services before it could take longer to become ready
+// than its hold lasts (hold.Timeout).
+func (s *Session) startHeldAhead(ctx context.Context, role string, readyTimeout time.Duration) {
+	before := 0
+	seen := false
+	for _, st := range s.Plan.Containers {
+		if st.Workload {
+			return
+		}
+		if !seen {
+			seen = st.Role == role
+			before++
+			continue
+		}
+		c := s.Find(st.Role)
+		if !st.Hold || c == nil || c.wait == nil || time.Duration(before)*readyTimeout > hold.Timeout/2 {
+			return // the order of the later ones is kept as it is
+		}
+		c.StartedAhead, c.starting, c.startAsked = true, make(chan struct{}), true
+		go func() {
+			defer close(c.starting)
+			c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
+			c.startErr = s.Engine.StartContainer(ctx, c.ID)
+		}()
+		before++
+	}
+}
+
+// start starts c, or waits for its start made ahead.
+func (s *Session) start(ctx context.Context, c *Container) error {
+	if c.starting != nil {
+		<-c.starting
+		return c.startErr
+	}
+	c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
+	c.startAsked = true
+	return s.Engine.StartContainer(ctx, c.ID)
+}
+
+// joinStarts waits for every start made ahead.
+func (s *Session) joinStarts() {
+	for _, c := range s.Containers {
+		if c.starting != nil {
+			<-c.starting
+		}
+	}
+}
+
+// existing returns role's container, creating it when it was not created
+// ahead.
+func (s *Session) existing(ctx context.Context, st Step) (*Container, error) {
+	if c := s.Find(st.Role); c != nil {
+		if c.createErr != nil {
+			return nil, c.createErr
+		}
+		return c, nil
+	}
+	return s.create(ctx, st)
 }
 
 // hostEntries are the step's peers as host:address entries, from the
-// addresses the peers got on the internal network.
+// addresses planned for the peers on the internal network, or else the
+// ones they got there.
 func (s *Session) hostEntries(st Step) ([]string, error) {
 	var out []string
 	for _, h := range st.Hosts {
-		peer := s.Find(h.Role)
-		ip := ""
-		if peer != nil {
+		ip := s.plannedAddress(h.Role)
+		if peer := s.Find(h.Role); ip == "" && peer != nil {
 			ip = peer.IPs[s.internalNetwork()]
 		}
 		if ip == "" {
@@ -263,6 +458,17 @@ func (s *Session) hostEntries(st Step) ([]string, error) {
 		out = append(out, h.Name+":"+ip)
 	}
 	return out, nil
+}
+
+// plannedAddress is role's fixed address on the internal network, or "".
+func (s *Session) plannedAddress(role string) string {
+	st, _ := s.Step(role)
+	for _, a := range st.Spec.Networks {
+		if a.Network == s.internalNetwork() {
+			return a.IPv4
+		}
+	}
+	return ""
 }
 
 func (s *Session) internalNetwork() string {
@@ -281,12 +487,11 @@ func (s *Session) StartService(ctx context.Context, role string, readyTimeout ti
 	if !ok {
 		return fmt.Errorf("starting %s: not in the plan", role)
 	}
-	c, err := s.create(ctx, st)
+	c, err := s.existing(ctx, st)
 	if err != nil {
 		return err
 	}
-	c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
-	if err := s.Engine.StartContainer(ctx, c.ID); err != nil {
+	if err := s.start(ctx, c); err != nil {
 		return err
 	}
 	if err := s.release(ctx, c); err != nil {
@@ -299,11 +504,13 @@ func (s *Session) StartService(ctx context.Context, role string, readyTimeout ti
 }
 
 func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Duration) error {
-	state, err := s.Engine.InspectContainer(ctx, c.ID)
-	if err != nil {
-		return err
+	state := dockerx.ContainerState{Running: true, Pid: c.Pid, IPs: c.IPs}
+	if !c.inspected { // a held container was inspected at its release
+		var err error
+		if state, err = s.inspect(ctx, c); err != nil {
+			return err
+		}
 	}
-	c.IPs, c.Pid = state.IPs, state.Pid
 	if !state.Running || state.Pid == 0 {
 		// Exited already: the engine has dropped its addresses.
 		code := state.ExitCode
@@ -319,6 +526,9 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
+	// Checked again after 5 ms, then twice as long each time up to 50 ms:
+	// a server is usually ready within tens of milliseconds of its start.
+	pause := 5 * time.Millisecond
 	for {
 		if last = check(ctx); last == nil {
 			return nil
@@ -342,9 +552,32 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 				return fmt.Errorf("%s not ready after %s: %s: %w", c.Step.Role, timeout, what, last)
 			}
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(pause):
+			pause = min(2*pause, 50*time.Millisecond)
 		}
 	}
+}
+
+// inspect reads c's state; while it runs, its pid and addresses are
+// recorded, and each fixed address is checked: the peers' host entries
+// name it, so a container elsewhere could not be reached by them.
+func (s *Session) inspect(ctx context.Context, c *Container) (dockerx.ContainerState, error) {
+	state, err := s.Engine.InspectContainer(ctx, c.ID)
+	if err != nil {
+		return state, err
+	}
+	c.Pid, c.IPs = state.Pid, state.IPs
+	if !state.Running || state.Pid == 0 {
+		return state, nil // exited: the engine has dropped its addresses
+	}
+	c.inspected = true
+	for _, a := range c.Step.Spec.Networks {
+		if a.IPv4 != "" && state.IPs[a.Network] != a.IPv4 {
+			return state, fmt.Errorf("%s has the address %q on network %s, not the planned %s that its peers' host entries name",
+				c.Step.Role, state.IPs[a.Network], a.Network, a.IPv4)
+		}
+	}
+	return state, nil
 }
 
 // ReadyByListening is recorded in Container.ReadyBy when readiness was
@@ -438,7 +671,7 @@ func (s *Session) StartWorkload(ctx context.Context, role string, stdout, stderr
 	if !ok {
 		return nil, fmt.Errorf("running %s: not in the plan", role)
 	}
-	c, err := s.create(ctx, st)
+	c, err := s.existing(ctx, st)
 	if err != nil {
 		return nil, err
 	}
@@ -446,17 +679,14 @@ func (s *Session) StartWorkload(ctx context.Context, role string, stdout, stderr
 	if err != nil {
 		return nil, err
 	}
-	c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
-	if err := s.Engine.StartContainer(ctx, c.ID); err != nil {
+	if err := s.start(ctx, c); err != nil {
 		return nil, err
 	}
 	if err := s.release(ctx, c); err != nil {
 		return nil, err
 	}
 	if c.Pid == 0 {
-		if state, err := s.Engine.InspectContainer(ctx, c.ID); err == nil {
-			c.Pid = state.Pid
-		}
+		_, _ = s.inspect(ctx, c)
 	}
 	return &Running{c: c, done: done}, nil
 }
@@ -466,11 +696,10 @@ func (s *Session) release(ctx context.Context, c *Container) error {
 	if !c.Step.Hold {
 		return nil
 	}
-	state, err := s.Engine.InspectContainer(ctx, c.ID)
+	state, err := s.inspect(ctx, c)
 	if err != nil {
 		return err
 	}
-	c.Pid = state.Pid
 	if !state.Running || state.Pid == 0 {
 		return fmt.Errorf("%s stopped before it was released (exit code %d)", c.Step.Role, state.ExitCode)
 	}
@@ -554,13 +783,15 @@ func (s *Session) Kill(ctx context.Context, role string) error {
 }
 
 // Stop kills the service containers (not yet removed) and records their
-// exit codes, so metadata can say how each ended.
+// exit codes, so metadata can say how each ended. A container never
+// started (created up front for a phase the run did not reach) is left as
+// it is.
 func (s *Session) Stop(ctx context.Context) {
 	// The containers are stopped together: each one's graceful exit
 	// (closing its listeners, flushing its log) would otherwise add up.
 	var wg sync.WaitGroup
 	for _, c := range s.Containers {
-		if c.ExitCode != nil || c.wait == nil {
+		if c.ExitCode != nil || c.wait == nil || !c.startAsked {
 			continue
 		}
 		wg.Add(1)

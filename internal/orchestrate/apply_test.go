@@ -3,6 +3,7 @@ package orchestrate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,11 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 )
 
@@ -480,5 +483,280 @@ func TestStopSignalsRunningOnly(t *testing.T) {
 				t.Errorf("exit code %v, want 137 (the fake's TERM exit)", c.ExitCode)
 			}
 		})
+	}
+}
+
+// orderRig is a three-role plan as the default spec makes it on an engine
+// that needs holds (the sidecar and the agent internal-only, held), on
+// networks with subnets, and one list of what happened in order: engine
+// starts, readiness answers, releases.
+type orderRig struct {
+	f      *fakeEngine
+	s      *Session
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *orderRig) note(e string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *orderRig) list() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// newOrderRig: held says whether the sidecar and the agent are held;
+// notReady is how many readiness checks the gateway fails first (-1: it
+// never gets ready).
+func newOrderRig(t *testing.T, held bool, notReady int) *orderRig {
+	t.Helper()
+	r := &orderRig{f: newFake()}
+	pids := map[string]int{"id-gw": 101, "id-sc": 102, "id-agent": 103}
+	roles := map[int]string{101: RoleGateway, 102: RoleSidecar, 103: RoleAgent}
+	r.f.PidOf = func(id string) int { return pids[id] }
+	r.f.OnStart = func(id string) {
+		r.note("start " + roles[pids[id]])
+		if id == "id-agent" {
+			r.f.Exit(id, 0)
+		}
+	}
+	var mu sync.Mutex
+	checks := map[string]int{}
+	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		role := req.Host // the dialer below names the role as the host
+		mu.Lock()
+		checks[role]++
+		n := checks[role]
+		mu.Unlock()
+		if role == RoleGateway && (notReady < 0 || n <= notReady) {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		r.note(role + " ready")
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(health.Close)
+	addr := strings.TrimPrefix(health.URL, "http://")
+	plan := Plan{RunID: "r", SubnetPool: "10.213.0.0/16",
+		Networks: []dockerx.NetworkSpec{{Name: "internal", Internal: true, Subnet: "10.213.0.0/28"}, {Name: "egress", Subnet: "10.213.0.16/28"}},
+		Containers: []Step{
+			{Role: RoleGateway, Spec: dockerx.ContainerSpec{Name: "gw", Networks: []dockerx.Attachment{{Network: "egress"}, {Network: "internal", Aliases: []string{"egress-gateway"}}}},
+				Ready: &Readiness{Port: 3128, Path: "/healthz"}},
+			{Role: RoleSidecar, Spec: dockerx.ContainerSpec{Name: "sc", Networks: []dockerx.Attachment{{Network: "internal", Aliases: []string{"mcp-sidecar"}}}},
+				Ready: &Readiness{Port: 8000, Path: "/healthz"}, Hold: held, Hosts: []HostAlias{{Name: "egress-gateway", Role: RoleGateway}}},
+			{Role: RoleAgent, Spec: dockerx.ContainerSpec{Name: "agent", Networks: []dockerx.Attachment{{Network: "internal"}}}, Workload: true, Hold: held,
+				Hosts: []HostAlias{{Name: "egress-gateway", Role: RoleGateway}, {Name: "mcp-sidecar", Role: RoleSidecar}}},
+		}}
+	r.s = newTestSession(r.f, plan)
+	r.s.DialNetns = func(ctx context.Context, pid int, _ string) (net.Conn, error) {
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		return &hostConn{Conn: c, host: roles[pid]}, nil
+	}
+	r.s.Prepare = func(context.Context, string, int) error { return nil }
+	r.s.Release = func(st Step) error {
+		r.note("release " + st.Role)
+		return nil
+	}
+	return r
+}
+
+// hostConn rewrites the Host header of the one request sent on it, so the
+// test's server knows which container's loopback it stands for.
+type hostConn struct {
+	net.Conn
+	host string
+	done bool
+}
+
+func (c *hostConn) Write(p []byte) (int, error) {
+	if !c.done {
+		c.done = true
+		q := bytes.Replace(p, []byte("\r\nHost: 127.0.0.1:"), []byte("\r\nHost: "+c.host+"\r\nX-Port: "), 1)
+		if _, err := c.Conn.Write(q); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
+
+func (r *orderRig) apply(t *testing.T) error {
+	t.Helper()
+	return r.s.Apply(context.Background(), Hooks{ReadyTimeout: 2 * time.Second, Timeout: 5 * time.Second})
+}
+
+func before(t *testing.T, events []string, first, then string) {
+	t.Helper()
+	i, j := slices.Index(events, first), slices.Index(events, then)
+	if i < 0 || j < 0 || i > j {
+		t.Errorf("%q must come before %q: %q", first, then, events)
+	}
+}
+
+// TestApplyOrderHeld: with holds, every container is created before any
+// starts (each with its planned address, its peers' host entries naming
+// theirs), the sidecar is started while the gateway is becoming ready,
+// released only once it is ready, and the agent started only once the
+// gateway and the sidecar are both ready.
+func TestApplyOrderHeld(t *testing.T) {
+	r := newOrderRig(t, true, 3)
+	if err := r.apply(t); err != nil {
+		t.Fatalf("Apply: %v\nevents %q\ncalls %q", err, r.list(), r.f.Calls)
+	}
+	ev := r.list()
+	before(t, ev, "start sidecar", "gateway ready") // started ahead: the overlap
+	before(t, ev, "gateway ready", "release sidecar")
+	before(t, ev, "release sidecar", "sidecar ready")
+	before(t, ev, "gateway ready", "start agent")
+	before(t, ev, "sidecar ready", "start agent")
+	before(t, ev, "start agent", "release agent")
+	if c := r.s.Find(RoleSidecar); !c.StartedAhead {
+		t.Errorf("the sidecar was not started ahead")
+	}
+	if c := r.s.Find(RoleAgent); c.StartedAhead {
+		t.Errorf("the agent was started ahead")
+	}
+	assertCreatedFirst(t, r.f.Calls)
+	wantHosts := map[string][]string{"sc": {"egress-gateway:10.213.0.2"}, "agent": {"egress-gateway:10.213.0.2", "mcp-sidecar:10.213.0.3"}}
+	wantIP := map[string]string{"gw": "10.213.0.2", "sc": "10.213.0.3", "agent": "10.213.0.4"}
+	for name, spec := range r.f.Specs {
+		if diff := cmp.Diff(wantHosts[name], spec.ExtraHosts, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s ExtraHosts (-want +got):\n%s", name, diff)
+		}
+		for _, a := range spec.Networks {
+			if want := map[bool]string{true: wantIP[name]}[a.Network == "internal"]; a.IPv4 != want {
+				t.Errorf("%s on %s: address %q, want %q", name, a.Network, a.IPv4, want)
+			}
+		}
+	}
+	if c := r.s.Find(RoleSidecar); c.IPs["internal"] != "10.213.0.3" || c.Pid != 102 {
+		t.Errorf("sidecar record: IPs %v pid %d", c.IPs, c.Pid)
+	}
+}
+
+// assertCreatedFirst: the networks, then every container, before any start.
+func assertCreatedFirst(t *testing.T, calls []string) {
+	t.Helper()
+	lastCreate, firstStart, lastNet, firstCreate := -1, len(calls), -1, len(calls)
+	for i, c := range calls {
+		switch verb, _, _ := strings.Cut(c, " "); verb {
+		case "create-network":
+			lastNet = i
+		case "create":
+			lastCreate, firstCreate = i, min(firstCreate, i)
+		case "start":
+			firstStart = min(firstStart, i)
+		}
+	}
+	if lastNet > firstCreate || lastCreate > firstStart {
+		t.Errorf("want networks, then every container created, then starts: %q", calls)
+	}
+}
+
+// TestApplyOrderUnheld: without holds (an engine that needs none), the
+// containers are still created up front, but each service starts only once
+// the one before it is ready, as the sidecar would otherwise reach for
+// the gateway before it listens.
+func TestApplyOrderUnheld(t *testing.T) {
+	r := newOrderRig(t, false, 2)
+	if err := r.apply(t); err != nil {
+		t.Fatalf("Apply: %v\nevents %q", err, r.list())
+	}
+	ev := r.list()
+	before(t, ev, "gateway ready", "start sidecar")
+	before(t, ev, "sidecar ready", "start agent")
+	if slices.Contains(ev, "release sidecar") || r.s.Find(RoleSidecar).StartedAhead {
+		t.Errorf("an unheld sidecar was released or started ahead: %q", ev)
+	}
+	assertCreatedFirst(t, r.f.Calls)
+}
+
+// TestApplyGatewayNeverReady: the gateway never gets ready; the sidecar,
+// started ahead, is never released, the agent never started, and teardown
+// removes all three containers created up front, then both networks.
+func TestApplyGatewayNeverReady(t *testing.T) {
+	r := newOrderRig(t, true, -1)
+	err := r.s.Apply(context.Background(), Hooks{ReadyTimeout: 300 * time.Millisecond, Timeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "gateway not ready after 300ms") {
+		t.Fatalf("Apply: %v, want the gateway not ready", err)
+	}
+	ev := r.list()
+	for _, e := range []string{"release sidecar", "start agent", "release agent"} {
+		if slices.Contains(ev, e) {
+			t.Errorf("%q happened though the gateway never got ready: %q", e, ev)
+		}
+	}
+	r.s.Stop(context.Background())
+	if err := r.s.Teardown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var removed []string
+	for _, c := range r.f.Calls {
+		if v, arg, _ := strings.Cut(c, " "); v == "remove" || v == "remove-network" {
+			removed = append(removed, arg)
+		}
+	}
+	n := len(removed)
+	if n != 5 {
+		t.Fatalf("removed %q, want 3 containers and 2 networks", removed)
+	}
+	slices.Sort(removed[:3])
+	slices.Sort(removed[3:])
+	if diff := cmp.Diff([]string{"id-agent", "id-gw", "id-sc", "net-egress", "net-internal"}, removed); diff != "" {
+		t.Errorf("removed (-want +got):\n%s", diff)
+	}
+}
+
+// TestApplyWrongAddress: an engine that did not give a container its
+// planned address fails the run at that container: its peers' host
+// entries would name another address.
+func TestApplyWrongAddress(t *testing.T) {
+	r := newOrderRig(t, true, 0)
+	r.f.IgnoreFixedIPs = true
+	err := r.apply(t)
+	if err == nil || !strings.Contains(err.Error(), `gateway has the address "10.99.0.2" on network internal, not the planned 10.213.0.2`) {
+		t.Fatalf("Apply: %v, want the address refused", err)
+	}
+	if slices.Contains(r.list(), "start agent") {
+		t.Errorf("the agent was started: %q", r.list())
+	}
+}
+
+// TestApplyCreateAheadFailure: a container that could not be created ahead
+// fails its own phase, not an earlier one: the gateway still starts and
+// gets ready, the sidecar's creation is tried again in its phase.
+func TestApplyCreateAheadFailure(t *testing.T) {
+	r := newOrderRig(t, true, 0)
+	r.f.FailOn = func(call string) error {
+		if call == "create sc" {
+			return errBoom
+		}
+		return nil
+	}
+	var failed string
+	err := r.s.Apply(context.Background(), Hooks{ReadyTimeout: 2 * time.Second, Timeout: time.Second,
+		Phase: func(name string, run func() error) error {
+			err := run()
+			if err != nil && failed == "" {
+				failed = name
+			}
+			return err
+		}})
+	if !errors.Is(err, errBoom) || failed != RoleSidecar {
+		t.Fatalf("Apply: %v in phase %q, want boom in the sidecar's", err, failed)
+	}
+	if n := strings.Count(strings.Join(r.f.Calls, "\n"), "create sc"); n != 2 {
+		t.Errorf("the sidecar's creation was tried %d times, want 2 (ahead, then in its phase): %q", n, r.f.Calls)
+	}
+	if !slices.Contains(r.list(), "gateway ready") || slices.Contains(r.list(), "start agent") {
+		t.Errorf("events %q", r.list())
 	}
 }

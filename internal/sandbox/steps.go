@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
@@ -243,6 +244,10 @@ func (j *job) serviceStarted(ctx context.Context, role string, err error) error 
 		res.Container, res.ID, res.IPs = c.Step.Spec.Name, c.ID, c.IPs
 		if c.ReadyBy != "" {
 			res.Action = "create, start, wait for a " + c.ReadyBy
+		}
+		if c.StartedAhead { // orchestrate.Session.Apply
+			res.Action = strings.Replace(res.Action, "create, start, ",
+				"create and start (held) while the services before it became ready, release once they were, ", 1)
 		}
 	}
 	if err != nil {

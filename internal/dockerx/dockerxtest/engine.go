@@ -7,6 +7,7 @@
 package dockerxtest
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -58,22 +59,31 @@ type Engine struct {
 	// created by them).
 	Failed []string
 	// OnCreate, when set, sees each container spec as it is created.
+	// OnCreate and OnStart are called one at a time, even when the code
+	// under test creates or starts containers together.
 	OnCreate func(c dockerx.ContainerSpec)
 	// OnStart, when set, is called after a container started (e.g. to
 	// make it exit, or to write what the role would write).
 	OnStart func(id string)
+	hookMu  sync.Mutex
 	// Pid is the host pid InspectContainer reports for a running
-	// container; 0 is 4242.
-	Pid int
+	// container; 0 is 4242. PidOf, when set and not 0 for the
+	// container's id, wins.
+	Pid   int
+	PidOf func(id string) int
+	// IgnoreFixedIPs makes InspectContainer report IP where a fixed
+	// address was asked for (an engine that did not honour it).
+	IgnoreFixedIPs bool
 
-	waits map[string]chan dockerx.WaitResult
+	waits   map[string]chan dockerx.WaitResult
+	started map[string]bool
 }
 
 // New returns an empty fake engine.
 func New() *Engine {
 	return &Engine{Images: map[string]bool{}, CreateErr: map[string]error{}, StartErr: map[string]error{},
 		ExitOnStart: map[string]int{}, Output: map[string]string{}, RemoveErr: map[string]error{}, IP: "10.99.0.2",
-		Specs: map[string]dockerx.ContainerSpec{}, waits: map[string]chan dockerx.WaitResult{}}
+		Specs: map[string]dockerx.ContainerSpec{}, waits: map[string]chan dockerx.WaitResult{}, started: map[string]bool{}}
 }
 
 // StaticELF is a minimal static x86-64 ELF header followed by tail: enough
@@ -198,7 +208,9 @@ func (f *Engine) ListNetworks(context.Context, map[string]string) ([]dockerx.Res
 func (f *Engine) CreateContainer(_ context.Context, c dockerx.ContainerSpec) (string, error) {
 	ferr := f.recordFallible("create %s", c.Name)
 	if f.OnCreate != nil {
+		f.hookMu.Lock()
 		f.OnCreate(c)
+		f.hookMu.Unlock()
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -237,11 +249,16 @@ func (f *Engine) StartContainer(_ context.Context, id string) error {
 	if err := f.StartErr[id]; err != nil {
 		return err
 	}
+	f.mu.Lock()
+	f.started[id] = true
+	f.mu.Unlock()
 	if code, ok := f.ExitOnStart[id]; ok {
 		f.Exit(id, code)
 	}
 	if f.OnStart != nil {
+		f.hookMu.Lock()
 		f.OnStart(id)
+		f.hookMu.Unlock()
 	}
 	return nil
 }
@@ -297,20 +314,32 @@ func (f *Engine) InspectContainer(_ context.Context, id string) (dockerx.Contain
 	if !f.known(id) {
 		return dockerx.ContainerState{}, ErrNoSuchContainer
 	}
+	f.mu.Lock()
+	started := f.started[id]
+	f.mu.Unlock()
+	if !started { // created, never started: as the engine, not running, no address
+		return dockerx.ContainerState{IPs: map[string]string{}}, nil
+	}
 	if f.Stopped {
 		return dockerx.ContainerState{ExitCode: 2, IPs: map[string]string{}}, nil
 	}
 	pid := f.Pid
+	if f.PidOf != nil && f.PidOf(id) != 0 {
+		pid = f.PidOf(id)
+	}
 	if pid == 0 {
 		pid = 4242
 	}
-	// An address on every network the container was created on (as the
-	// engine reports them, by network name), and on "internal" for plans
-	// that name their networks so.
-	ips := map[string]string{"internal": f.IP}
 	f.mu.Lock()
+	// An address on every network the container was created on (as the
+	// engine reports them, by network name: the fixed one asked for, else
+	// IP), and on "internal" for plans that name their networks so.
+	ips := map[string]string{"internal": f.IP}
 	for _, a := range f.Specs[strings.TrimPrefix(id, "id-")].Networks {
 		ips[a.Network] = f.IP
+		if !f.IgnoreFixedIPs {
+			ips[a.Network] = cmp.Or(a.IPv4, f.IP)
+		}
 	}
 	f.mu.Unlock()
 	return dockerx.ContainerState{Running: true, Pid: pid, IPs: ips}, nil
@@ -318,7 +347,10 @@ func (f *Engine) InspectContainer(_ context.Context, id string) (dockerx.Contain
 
 func (f *Engine) KillContainer(_ context.Context, id, signal string) error {
 	f.Record("kill %s %s", id, signal)
-	if f.Stopped { // as the engine: 409, the container is not running
+	f.mu.Lock()
+	started := f.started[id]
+	f.mu.Unlock()
+	if f.Stopped || !started { // as the engine: 409, the container is not running
 		return fmt.Errorf("cannot kill container %s: container is not running", id)
 	}
 	f.Exit(id, 137)
