@@ -1,0 +1,110 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+)
+
+// fakeCluster is client-go's fake clientset with what a control plane
+// would add: ClusterIPs for Services, and a kubelet that makes each pod
+// Ready (or Failed, for the roles in fail) as it is created. It records
+// the order of creations.
+func fakeCluster(t *testing.T, fail ...string) (*Client, *[]string) {
+	cs := fake.NewClientset()
+	var order []string
+	next := 10
+	cs.PrependReactor("create", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		obj := a.(k8stesting.CreateAction).GetObject()
+		m, _ := obj.(metav1.Object)
+		order = append(order, a.GetResource().Resource+"/"+m.GetName())
+		switch o := obj.(type) {
+		case *corev1.Service:
+			o.Spec.ClusterIP = fmt.Sprintf("10.96.0.%d", next)
+			next++
+		case *corev1.Pod:
+			o.Status.Phase = corev1.PodRunning
+			o.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+			if slices.Contains(fail, o.Name) {
+				o.Status.Phase, o.Status.Conditions = corev1.PodFailed, nil
+				o.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ContainerName,
+					State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 3, Reason: "Error"}}}}
+			}
+		}
+		return false, nil, nil // the default tracker stores it
+	})
+	return &Client{cs: cs, poll: time.Millisecond}, &order
+}
+
+func TestCreateOrder(t *testing.T) {
+	c, order := fakeCluster(t)
+	in := input(t, "default", orchestrate.WorkloadAgent)
+	in.ServiceIPs = nil // Create fills them from the Services it makes
+	run, err := c.Create(context.Background(), in, CreateOptions{ReadyTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"namespaces/" + in.NamespaceName(),
+		"services/egress-gateway", "services/mcp-sidecar",
+		"networkpolicies/default-deny", "networkpolicies/gateway", "networkpolicies/sidecar", "networkpolicies/agent",
+		"secrets/agent-env",
+		"pods/gateway", "pods/sidecar", "pods/agent",
+	}
+	if !slices.Equal(*order, want) {
+		t.Errorf("creation order:\n got %v\nwant %v", *order, want)
+	}
+	agent := run.Set.Pods[2]
+	if got := agent.Spec.InitContainers[0].Args; !slices.Equal(got, []string{"netguard", "--allow", "10.96.0.10:3128", "--allow", "10.96.0.10:3129", "--allow", "10.96.0.11:8000"}) {
+		t.Errorf("netguard args %v do not name the created ClusterIPs", got)
+	}
+}
+
+// TestCreateRollsBackOnFailedPod: a pod that ends before it is Ready
+// fails Create with the pod's reason, nothing after it is created, and
+// the namespace is deleted.
+func TestCreateRollsBackOnFailedPod(t *testing.T) {
+	c, order := fakeCluster(t, "sidecar")
+	in := input(t, "default", orchestrate.WorkloadAgent)
+	_, err := c.Create(context.Background(), in, CreateOptions{ReadyTimeout: time.Second})
+	if err == nil || !strings.Contains(err.Error(), "pod "+in.NamespaceName()+"/sidecar ended (Failed)") {
+		t.Fatalf("Create = %v, want the sidecar's failure", err)
+	}
+	if slices.Contains(*order, "pods/agent") {
+		t.Error("the agent was created after the sidecar failed")
+	}
+	if _, err := c.cs.CoreV1().Namespaces().Get(context.Background(), in.NamespaceName(), metav1.GetOptions{}); err == nil {
+		t.Error("the namespace is still there after the failed Create")
+	}
+}
+
+func TestRunNamespacesSelector(t *testing.T) {
+	c, _ := fakeCluster(t)
+	ctx := context.Background()
+	mk := func(name string, l map[string]string) {
+		if _, err := c.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("run-a", map[string]string{orchestrate.LabelApp: "1", orchestrate.LabelKept: "0"})
+	mk("run-kept", map[string]string{orchestrate.LabelApp: "1", orchestrate.LabelKept: "1"})
+	mk("other", map[string]string{"team": "x"})
+	got, err := c.RunNamespaces(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Namespace != "run-a" {
+		t.Errorf("RunNamespaces = %+v, want run-a only", got)
+	}
+}
