@@ -20,6 +20,8 @@
 #                          every component, etcd data, containerd root, kubelet root. `down`
 #                          removes it.
 #   MCPSIDECAR_KUBE_TIMEOUT  seconds each wait may take (default 120)
+#   MCPSIDECAR_KUBE_REBUILD=1  `build` rebuilds the binaries even when built (to time a warm
+#                          rebuild; the Go build cache makes it fast)
 #
 # Needs root, containerd + ctr (Debian `containerd`, installed beside Docker; a PRIVATE instance
 # is started, Docker's is not touched), runc, iptables, ip, kubectl, Go, docker (only `build`, to
@@ -114,11 +116,12 @@ go_env() {
 # parse the server version); the same fields hack/lib/version.sh sets in a release build.
 k8s_ldflags() {
 	local minor=${K8S_VERSION#v1.} ; minor=${minor%%.*}
-	local date ; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 	local f=""
+	# No build date: the flags stay the same from build to build, so a rebuild with a warm
+	# cache links nothing new.
 	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
 		f+=" -X $pkg.gitVersion=$K8S_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
-		f+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+		f+=" -X $pkg.gitTreeState=clean"
 	done
 	printf '%s' "-s -w$f"
 }
@@ -161,7 +164,7 @@ write_etcd_wrapper() {
 # build_one DIR PKG OUT [LDFLAGS]: skips a binary already built for this version.
 build_one() {
 	local dir=$1 pkg=$2 out=$3 ldflags=${4:--s -w}
-	if [[ -x $out && -f $out.ok ]]; then
+	if [[ -x $out && -f $out.ok && ${MCPSIDECAR_KUBE_REBUILD:-0} != 1 ]]; then
 		log "$(basename "$out"): already built ($out)"
 		return
 	fi
@@ -224,7 +227,7 @@ cmd_build() {
 	log "build cache: $CACHE"
 
 	local etcdmod=$CACHE/src/etcd-$ETCD_VERSION
-	if [[ ! -x $BIN_ETCD/etcd ]]; then write_etcd_wrapper "$etcdmod"; fi
+	if [[ ! -f $etcdmod/go.sum ]]; then write_etcd_wrapper "$etcdmod"; fi
 	mkdir -p "$BIN_ETCD"
 	build_one "$etcdmod" go.etcd.io/etcd/server/v3 "$BIN_ETCD/etcd"
 
@@ -234,7 +237,11 @@ cmd_build() {
 	command -v kubectl >/dev/null 2>&1 || want+=(kubectl)
 	local b missing=0
 	for b in "${want[@]}"; do [[ -f $BIN_K8S/$b.ok ]] || missing=1; done
-	if ((missing)) && [[ ! -f $k8smod/go.sum ]]; then write_k8s_wrapper "$k8smod"; fi
+	local sum ; sum=$(sha256sum <"$KUBE_SRC/kubernetes.go.mod.in" | cut -c1-16)
+	if ((missing)) && [[ ! -f $k8smod/go.sum || $(cat "$k8smod/template.sum" 2>/dev/null) != "$sum" ]]; then
+		write_k8s_wrapper "$k8smod"
+		echo "$sum" >"$k8smod/template.sum"
+	fi
 	local ld ; ld=$(k8s_ldflags)
 	for b in "${want[@]}"; do
 		build_one "$k8smod" "k8s.io/kubernetes/cmd/$b" "$BIN_K8S/$b" "$ld"
@@ -350,7 +357,7 @@ make_pki() {
 		cert apiserver "/CN=kube-apiserver" \
 			"IP:127.0.0.1,IP:${SERVICE_CIDR%.0/24}.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default.svc"
 		cert apiserver-kubelet-client "/O=system:masters/CN=kube-apiserver-kubelet-client" "DNS:localhost"
-		cert kubelet "/CN=$NODE_NAME" "IP:127.0.0.1,DNS:localhost,DNS:$NODE_NAME"
+		cert kubelet "/CN=$NODE_NAME" "IP:$BRIDGE_ADDR,IP:127.0.0.1,DNS:localhost"
 		openssl genrsa -out sa.key 2048 2>/dev/null
 		openssl rsa -in sa.key -pubout -out sa.pub 2>/dev/null
 		chmod 600 ./*.key
@@ -513,7 +520,10 @@ makeIPTablesUtilChains: false
 hairpinMode: none
 resolvConf: ""
 clusterDomain: cluster.local
-address: 127.0.0.1
+# The node's address is the host's address on our bridge: the kubelet refuses a loopback node
+# IP, and leaving it unset would make it look its own name up in DNS. The kubelet API listens
+# there (authenticated: no anonymous access) so kube-apiserver reaches it for logs and exec.
+address: $BRIDGE_ADDR
 port: $KUBELET_PORT
 healthzBindAddress: 127.0.0.1
 healthzPort: $KUBELET_HEALTHZ_PORT
@@ -614,7 +624,7 @@ start_kubelet() {
 	write_kubelet_config
 	start kubelet "$BIN_K8S/kubelet" --config="$STATE/kubelet/config.yaml" \
 		--kubeconfig="$STATE/kubelet.kubeconfig" --root-dir="$STATE/kubelet" \
-		--cert-dir="$STATE/kubelet/pki" --hostname-override="$NODE_NAME" --node-ip=127.0.0.1 --v=1
+		--cert-dir="$STATE/kubelet/pki" --hostname-override="$NODE_NAME" --node-ip="$BRIDGE_ADDR" --v=1
 	wait_for "node $NODE_NAME Ready" ready kubelet node_ready
 	step_done kubelet
 }
@@ -940,4 +950,6 @@ main() {
 }
 
 # Sourcing the script (for debugging one step) defines the functions without running main.
-if [[ ${BASH_SOURCE[0]} == "$0" ]]; then main "$@"; fi
+# main and exit share one line so that bash, which reads a script as it runs, never reads past
+# it (an edit to this file during a long build cannot change what runs next).
+if [[ ${BASH_SOURCE[0]} == "$0" ]]; then main "$@"; exit $?; fi
