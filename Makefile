@@ -5,13 +5,17 @@ GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/mcpsidecar/mcpsidecar/internal/version.Version=$(VERSION)
 BIN       := bin/mcpsidecar
+# The test binary: the product plus the hidden commands the harness's own
+# e2e tests drive (x-sleep, harden-selftest, --x-workload-cmd,
+# --x-gateway-cmd), behind the build tag testcommands.
+TESTBIN   := bin/mcpsidecar-test
 FUZZTIME  ?= 20s
 # Pinned tools run through the module proxy: `make lint` works on a fresh
 # machine with nothing installed but Go.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export CGO_ENABLED := 0
 
-.PHONY: build test unit race e2e fuzz lint tidy-check bench clean
+.PHONY: build testbin test unit race e2e fuzz lint tidy-check bench clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsidecar
@@ -26,8 +30,13 @@ unit:
 race:
 	CGO_ENABLED=1 $(GO) test -race -count=1 ./...
 
-e2e: build
-	MCPSIDECAR_BIN=$(CURDIR)/$(BIN) $(GO) test -count=1 -tags docker -timeout 75m ./e2e/...
+testbin:
+	$(GO) build -trimpath -tags testcommands -ldflags '$(LDFLAGS)' -o $(TESTBIN) ./cmd/mcpsidecar
+
+# The e2e tests run the test binary; its commands' own unit tests run first.
+e2e: build testbin
+	$(GO) test -count=1 -tags testcommands ./internal/cli/
+	MCPSIDECAR_BIN=$(CURDIR)/$(TESTBIN) $(GO) test -count=1 -tags docker -timeout 75m ./e2e/...
 
 # Bounded fuzz runs: the spec compiler for a time, the other parsers of
 # untrusted input for a fixed number of inputs (count-based runs do not

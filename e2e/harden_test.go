@@ -29,7 +29,7 @@ const hdLabel = "mcpsidecar.test=1"
 func TestHardenInContainer(t *testing.T) {
 	NeedDocker(t)
 	prof := hdProfile(t)
-	image := hdImage(t, Binary(t))
+	image := hdImage(t, BinaryWithTestCommands(t))
 	for _, role := range prof.Roles {
 		t.Run(role, func(t *testing.T) {
 			c := prof.Containers[role]
@@ -70,7 +70,7 @@ func TestHardenOuterSeccompProfile(t *testing.T) {
 	NeedDocker(t)
 	prof := hdProfile(t)
 	agent := prof.Containers[spec.RoleAgent]
-	image := hdImage(t, Binary(t))
+	image := hdImage(t, BinaryWithTestCommands(t))
 	actions := []string{harden.ActPtrace, harden.ActUnshareUser, harden.ActMount, harden.ActKeyctl, harden.ActIOUring,
 		harden.ActChmodSetuid, harden.ActFchmodSetuid, harden.ActCreateSetuid, harden.ActTFOSendto, harden.ActTFOConnect}
 	args := map[string]string{

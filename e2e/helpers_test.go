@@ -40,8 +40,15 @@ func NeedDocker(t testing.TB) {
 	}
 }
 
-// Binary returns the static mcpsidecar binary under test: $MCPSIDECAR_BIN,
-// or one built once per test process with CGO_ENABLED=0.
+// testTags are the build tags of every binary the e2e tests build: the
+// test binary has the hidden commands the harness's own tests drive
+// (x-sleep, harden-selftest, --x-workload-cmd, --x-gateway-cmd); the
+// product (`make build`) has none of them.
+const testTags = "testcommands"
+
+// Binary returns the static mcpsidecar binary under test: $MCPSIDECAR_BIN
+// (`make e2e` sets it to bin/mcpsidecar-test), or one built once per test
+// process with CGO_ENABLED=0 and -tags testcommands.
 func Binary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("MCPSIDECAR_BIN"); p != "" {
@@ -55,7 +62,7 @@ func Binary(t *testing.T) string {
 		}
 		binPath = filepath.Join(dir, "mcpsidecar")
 		_, file, _, _ := runtime.Caller(0)
-		cmd := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binPath, "./cmd/mcpsidecar")
+		cmd := exec.Command("go", "build", "-trimpath", "-tags", testTags, "-ldflags", "-s -w", "-o", binPath, "./cmd/mcpsidecar")
 		cmd.Dir = filepath.Dir(filepath.Dir(file))
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -68,6 +75,45 @@ func Binary(t *testing.T) string {
 	return binPath
 }
 
+var (
+	testCmdsMu  sync.Mutex
+	testCmdsBin = map[string]error{}
+)
+
+// BinaryWithTestCommands is [Binary] for a test that drives the test-only commands:
+// it fails, saying how to build the right one, when the binary under test
+// is the product (built without -tags testcommands).
+func BinaryWithTestCommands(t *testing.T) string {
+	t.Helper()
+	bin := Binary(t)
+	testCmdsMu.Lock()
+	err, checked := testCmdsBin[bin]
+	if !checked {
+		if out, xerr := exec.Command(bin, "x-sleep", "0s").CombinedOutput(); xerr != nil {
+			err = fmt.Errorf("%s has no test commands (%v: %s): it is a product binary; build the test binary with "+
+				"`make testbin` (bin/mcpsidecar-test, -tags %s) and point MCPSIDECAR_BIN at it; `make e2e` does both",
+				bin, xerr, strings.TrimSpace(string(out)), testTags)
+		}
+		testCmdsBin[bin] = err
+	}
+	testCmdsMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// usesTestCommands reports whether a command line needs the test binary.
+func usesTestCommands(args []string) bool {
+	for _, a := range args {
+		switch {
+		case a == "x-sleep", a == "harden-selftest", strings.HasPrefix(a, "--x-workload-cmd"), strings.HasPrefix(a, "--x-gateway-cmd"):
+			return true
+		}
+	}
+	return false
+}
+
 // repoRoot is the module root, from this file's location.
 func repoRoot(t *testing.T) string {
 	t.Helper()
@@ -78,10 +124,10 @@ func repoRoot(t *testing.T) string {
 	return filepath.Dir(filepath.Dir(file))
 }
 
-// goBuild builds a static binary of pkg to out.
+// goBuild builds a static binary of pkg to out, with the test tags.
 func goBuild(t *testing.T, pkg, out string, ldflags ...string) string {
 	t.Helper()
-	cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w "+strings.Join(ldflags, " "), "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-trimpath", "-tags", testTags, "-ldflags=-s -w "+strings.Join(ldflags, " "), "-o", out, pkg)
 	cmd.Dir = repoRoot(t)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -173,7 +219,11 @@ type CLI struct {
 // and mcpsidecar.e2e=<id>, plus env entries.
 func NewCLI(t *testing.T, id string, env []string, args ...string) *CLI {
 	t.Helper()
-	c := &CLI{Cmd: exec.Command(Binary(t), args...)}
+	bin := Binary(t)
+	if usesTestCommands(args) {
+		bin = BinaryWithTestCommands(t)
+	}
+	c := &CLI{Cmd: exec.Command(bin, args...)}
 	c.Cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS="+TestLabel+",mcpsidecar.e2e="+id)
 	c.Cmd.Env = append(c.Cmd.Env, env...)
 	c.Cmd.Stdout, c.Cmd.Stderr = &c.Stdout, &c.Stderr

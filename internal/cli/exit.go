@@ -14,9 +14,6 @@ const (
 	ExitUnavailable = exitcode.Unavailable // environment unavailable: no Docker daemon, kernel lacks a required layer
 )
 
-// exitError carries an exit code and, optionally, a one-line hint for the user.
-type exitError = exitcode.Error
-
 // withCode wraps err so that [Run] exits with code.
 func withCode(code int, err error) error { return exitcode.With(code, err) }
 

@@ -35,7 +35,6 @@ var subcommands = []func(Streams) *cobra.Command{
 	newTestSandboxCmd,
 	newGCCmd,
 	newRunsCmd,
-	newSleepCmd,
 	newProbeCmd,
 	newReportCmd,
 	newMCPCmd,

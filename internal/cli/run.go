@@ -52,9 +52,13 @@ type sandboxOptions struct {
 
 	serializeEvidence bool
 	baseline          string
-	// cmdOverride replaces a role's command; hidden flags for tests.
+	// workloadCmd and gatewayCmd replace a role's command; set only by the
+	// test binary's hidden flags (testcommands.go).
 	workloadCmd, gatewayCmd []string
 }
+
+// addTestFlags adds the test binary's hidden flags; the product has none.
+var addTestFlags = func(*cobra.Command, *sandboxOptions) {}
 
 // options turns the checked flags into the lifecycle's options.
 func (o sandboxOptions) options() (sandbox.Options, error) {
@@ -152,10 +156,7 @@ func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 		"Squid image for --gateway-engine squid; must be on the engine (never pulled): scripts/build-squid-image.sh builds "+egress.SquidImage)
 	f.StringVar(&o.subnetPool, "subnet-pool", orDefault(os.Getenv(envSubnetPool), orchestrate.DefaultSubnetPool),
 		"private IPv4 range (CIDR, /27 or larger) each run's two /28 networks are taken from (env "+envSubnetPool+")")
-	f.StringSliceVar(&o.workloadCmd, "x-workload-cmd", nil, "replace the workload container's command (testing)")
-	f.StringSliceVar(&o.gatewayCmd, "x-gateway-cmd", nil, "replace the gateway container's command (testing)")
-	_ = f.MarkHidden("x-workload-cmd")
-	_ = f.MarkHidden("x-gateway-cmd")
+	addTestFlags(cmd, o) // testcommands.go: only in the test binary
 	if withQuestion {
 		f.StringVar(&o.question, "question", "", "the question for the agent (default: the seed's); any other question is judged by exit 0, an answer saved and printed, and a complete audit, and the model may use any tools or none")
 	}

@@ -1,3 +1,5 @@
+//go:build testcommands
+
 package cli
 
 import (
