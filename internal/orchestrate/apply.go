@@ -233,15 +233,57 @@ func (s *Session) CreateNetworks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for i := range s.Plan.Networks {
-		n := &s.Plan.Networks[i]
-		id, err := s.createNetwork(ctx, alloc, n)
-		if err != nil {
-			return err
+	// Created together (each its own round trip, and neither depends on
+	// the other), recorded in the plan's order; one that failed is not
+	// recorded, the other is, so teardown removes it. Their first subnets
+	// are taken in the plan's order, so a run on a free pool gets the
+	// same ones as one after the other.
+	ids := make([]string, len(s.Plan.Networks))
+	errs := make([]error, len(s.Plan.Networks))
+	firsts := make([]netip.Prefix, len(s.Plan.Networks))
+	for i := range firsts {
+		if alloc != nil {
+			if firsts[i], errs[i] = alloc.Next(); errs[i] != nil {
+				errs[i] = fmt.Errorf("creating network %s: %w", s.Plan.Networks[i].Name, errs[i])
+			}
 		}
-		s.Networks = append(s.Networks, CreatedNetwork{Name: n.Name, ID: id, Internal: n.Internal, Subnet: n.Subnet})
+	}
+	var wg sync.WaitGroup
+	for i := range s.Plan.Networks {
+		if errs[i] != nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ids[i], errs[i] = s.createNetwork(ctx, alloc, &s.Plan.Networks[i], firsts[i])
+		}()
+	}
+	wg.Wait()
+	for i, n := range s.Plan.Networks {
+		if errs[i] == nil {
+			s.Networks = append(s.Networks, CreatedNetwork{Name: n.Name, ID: ids[i], Internal: n.Internal, Subnet: n.Subnet})
+		}
+	}
+	if err := firstError(errs); err != nil {
+		return err
 	}
 	return s.planAddresses()
+}
+
+// firstError is the first error of errs that is not a cancellation
+// caused by another, or else the first one.
+func firstError(errs []error) error {
+	var first error
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			return err
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // planAddresses gives each container attached to the internal network a

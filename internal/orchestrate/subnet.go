@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -78,12 +79,26 @@ func checkPool(p netip.Prefix) error {
 }
 
 // subnetAllocator hands out the /28s of a pool in order from a starting
-// one, wrapping around, and never one that overlaps a taken prefix.
+// one, wrapping around, and never one that overlaps a taken prefix. Its
+// methods may be called from several goroutines.
 type subnetAllocator struct {
+	mu    sync.Mutex
 	pool  netip.Prefix
 	taken []netip.Prefix
 	next  int // index of the next candidate to consider
 	tried int // candidates considered so far
+	// refused counts the engine's refusals (a subnet taken meanwhile)
+	// for the whole run.
+	refused int
+}
+
+// refuse counts one refusal of the engine and reports whether the run
+// may try another subnet.
+func (a *subnetAllocator) refuse() (int, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.refused++
+	return a.refused, a.refused < maxRefusals
 }
 
 func newSubnetAllocator(pool, first netip.Prefix, taken []netip.Prefix) *subnetAllocator {
@@ -99,12 +114,14 @@ func (a *subnetAllocator) size() int { return 1 << (SubnetBits - a.pool.Bits()) 
 
 // Next returns the next free /28 and marks it taken.
 func (a *subnetAllocator) Next() (netip.Prefix, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for ; a.tried < a.size(); a.tried++ {
 		c := a.candidate(a.next)
 		a.next = (a.next + 1) % a.size()
 		if !a.overlaps(c) {
 			a.tried++
-			a.Take(c)
+			a.taken = append(a.taken, c)
 			return c, nil
 		}
 	}
@@ -112,7 +129,11 @@ func (a *subnetAllocator) Next() (netip.Prefix, error) {
 }
 
 // Take marks p as taken.
-func (a *subnetAllocator) Take(p netip.Prefix) { a.taken = append(a.taken, p) }
+func (a *subnetAllocator) Take(p netip.Prefix) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.taken = append(a.taken, p)
+}
 
 func (a *subnetAllocator) candidate(i int) netip.Prefix {
 	base := binary.BigEndian.Uint32(a.pool.Addr().AsSlice())
@@ -276,8 +297,8 @@ func (in Input) networks() []dockerx.NetworkSpec {
 	return out
 }
 
-// maxRefusals bounds how many subnets one network may be refused by the
-// engine before the run gives up, whatever the pool's size.
+// maxRefusals bounds how many subnets a run's networks may be refused by
+// the engine before the run gives up, whatever the pool's size.
 const maxRefusals = 64
 
 // subnets prepares the allocation of the plan's networks: every subnet
@@ -308,17 +329,19 @@ func (s *Session) subnets(ctx context.Context) (*subnetAllocator, error) {
 	return newSubnetAllocator(pool, first, append(taken, host...)), nil
 }
 
-// createNetwork creates n on the allocator's next free /28, moving on when
-// the engine answers that another network took it meanwhile (a run
-// started at the same moment). n records the subnet it got.
-func (s *Session) createNetwork(ctx context.Context, alloc *subnetAllocator, n *dockerx.NetworkSpec) (string, error) {
+// createNetwork creates n on sub (the allocator's next free /28 when sub
+// is not valid), moving on to the next one when the engine answers that
+// another network took it meanwhile (a run started at the same moment). n
+// records the subnet it got. The networks of a run may be created
+// together: the allocator is shared, and so is the budget of refusals.
+func (s *Session) createNetwork(ctx context.Context, alloc *subnetAllocator, n *dockerx.NetworkSpec, sub netip.Prefix) (string, error) {
 	if alloc == nil {
 		return s.Engine.CreateNetwork(ctx, *n)
 	}
-	for refused := 0; ; refused++ {
-		sub, err := alloc.Next()
-		if err == nil && refused == maxRefusals {
-			err = fmt.Errorf("%w: the engine refused %d subnets of %s in a row", ErrSubnetPoolExhausted, refused, alloc.pool)
+	for {
+		var err error
+		if !sub.IsValid() {
+			sub, err = alloc.Next()
 		}
 		if err != nil {
 			return "", fmt.Errorf("creating network %s: %w", n.Name, err)
@@ -328,5 +351,9 @@ func (s *Session) createNetwork(ctx context.Context, alloc *subnetAllocator, n *
 		if !errors.Is(err, dockerx.ErrSubnetTaken) {
 			return id, err
 		}
+		if refused, more := alloc.refuse(); !more {
+			return "", fmt.Errorf("creating network %s: %w: the engine refused %d subnets of %s in a row", n.Name, ErrSubnetPoolExhausted, refused, alloc.pool)
+		}
+		sub = netip.Prefix{}
 	}
 }

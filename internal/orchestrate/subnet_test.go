@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -183,7 +185,9 @@ func TestCreateNetworksSkipsTakenSubnets(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"10.213.9.16/28 via 10.213.9.17", "10.213.9.48/28 via 10.213.9.49"}
-	if diff := cmp.Diff(want, createdSubnets(f)); diff != "" {
+	got := createdSubnets(f) // created together: in either order
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("created (-want +got):\n%s", diff)
 	}
 	if s.Plan.Networks[1].Subnet != "10.213.9.48/28" || s.Networks[1].Subnet != "10.213.9.48/28" {
@@ -209,9 +213,18 @@ func TestCreateNetworksRetriesWhenTheEngineRefuses(t *testing.T) {
 	if err := s.CreateNetworks(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	// The two networks are created together: which one gets which of the
+	// next two /28s is not fixed, but each records the one it got.
 	want := []string{"10.213.9.32/28 via 10.213.9.33", "10.213.9.48/28 via 10.213.9.49"}
-	if diff := cmp.Diff(want, createdSubnets(f)); diff != "" {
+	got := createdSubnets(f)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("created (-want +got):\n%s", diff)
+	}
+	for i, n := range s.Plan.Networks {
+		if n.Subnet != s.Networks[i].Subnet || !slices.Contains(got, n.Subnet+" via "+n.Gateway) {
+			t.Errorf("network %s: the plan records %s, the session %s", n.Name, n.Subnet, s.Networks[i].Subnet)
+		}
 	}
 }
 
@@ -230,9 +243,9 @@ func TestCreateNetworksExhausted(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFake()
-			calls := 0
+			var calls atomic.Int32
 			f.NetworkErr = func(dockerx.NetworkSpec) error {
-				calls++
+				calls.Add(1)
 				if tt.refuse {
 					return dockerx.ErrSubnetTaken
 				}
@@ -247,8 +260,11 @@ func TestCreateNetworksExhausted(t *testing.T) {
 			if len(s.Networks) != tt.created {
 				t.Errorf("created %d networks, want %d", len(s.Networks), tt.created)
 			}
-			if tt.refuse && calls != maxRefusals {
-				t.Errorf("the engine was asked %d times, want %d", calls, maxRefusals)
+			// The run's networks are created together and share the
+			// budget: the one asking when it runs out stops there, the
+			// other after the refusal it was waiting for.
+			if n := int(calls.Load()); tt.refuse && (n < maxRefusals || n > maxRefusals+1) {
+				t.Errorf("the engine was asked %d times, want %d or %d", n, maxRefusals, maxRefusals+1)
 			}
 		})
 	}
