@@ -7,10 +7,12 @@ import (
 	"strings"
 	"syscall"
 	"unicode/utf8"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // AnswerFile is the name of the saved answer in the output directory.
-const AnswerFile = "answer.txt"
+const AnswerFile = runs.FileAnswer
 
 // saveAnswer writes text to dir/answer.txt atomically: a new temporary file
 // in the same directory (O_EXCL|O_NOFOLLOW, so a planted link is never

@@ -7,10 +7,12 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // TurnsFile is the agent's record of its model turns, in the output dir.
-const TurnsFile = "agent-turns.jsonl"
+const TurnsFile = runs.FileAgentTurns
 
 // Turn kinds, as in the agent-turns.jsonl contract.
 const (

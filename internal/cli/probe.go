@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // probeOptions are the flags of `mcpsidecar probe`.
@@ -91,6 +92,6 @@ func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string
 	} else {
 		fmt.Fprintln(s.Out, rep.Summary())
 	}
-	fmt.Fprintf(s.Out, "Sandbox Tester report saved to: %s\n", filepath.Join(o.out, "report.json"))
+	fmt.Fprintf(s.Out, "Sandbox Tester report saved to: %s\n", filepath.Join(o.out, runs.FileProbeReport))
 	return nil
 }

@@ -16,7 +16,7 @@ import (
 )
 
 // reportFile is the probe report's name in a test-sandbox run directory.
-const reportFile = "report.json"
+const reportFile = runs.FileProbeReport
 
 func newReportCmd(s Streams) *cobra.Command {
 	var dir string

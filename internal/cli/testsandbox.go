@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/spf13/cobra"
 )
 
@@ -61,7 +62,7 @@ func compareBaseline(s Streams, baseline, runDir string) {
 	if err != nil {
 		return
 	}
-	cur, err := probe.LoadReport(filepath.Join(runDir, "report.json"))
+	cur, err := probe.LoadReport(filepath.Join(runDir, runs.FileProbeReport))
 	if err != nil {
 		return
 	}

@@ -1,5 +1,7 @@
 package egress
 
+import "github.com/mcpsidecar/mcpsidecar/internal/runs"
+
 // What the harness needs to run the Squid engine (docs/egress.md): the
 // image scripts/build-squid-image.sh builds, the user it runs as, the
 // tmpfs mounts it needs on a read-only root filesystem, where the
@@ -9,7 +11,7 @@ const (
 	SquidImage         = "mcpsidecar-squid:local"
 	SquidUser          = "13:13" // proxy:proxy in the image's /etc/passwd
 	SquidConfPath      = "/etc/squid/squid.conf"
-	SquidAccessLogFile = "access.log"
+	SquidAccessLogFile = runs.FileSquidAccessLog
 	SquidReadyLine     = "Accepting HTTP Socket connections" // in the container's log once it listens
 )
 

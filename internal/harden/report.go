@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // ReportSchema is the value of [Report.Schema].
@@ -14,7 +16,7 @@ const ReportSchema = "mcpsidecar.harden-report/v1"
 
 // ReportFile is the name a role gives its report in its output directory;
 // the host merges it into landlock-policy.json and run-metadata.json.
-const ReportFile = "harden-report.json"
+const ReportFile = runs.FileHardenReport
 
 // Report describes what [Apply] enforced. It is written even when Apply
 // fails, so the host can show how far it got.

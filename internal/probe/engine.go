@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // Probe is one entry of the catalogue.
@@ -82,7 +84,7 @@ func Run(ctx context.Context, c *Context, opts Options) (*Report, error) {
 	if opts.ToolTimeout == 0 {
 		opts.ToolTimeout = 20 * time.Second
 	}
-	st, err := os.OpenFile(filepath.Join(opts.OutDir, "status.ndjson"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	st, err := os.OpenFile(filepath.Join(opts.OutDir, runs.FileProbeStatus), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening status.ndjson: %w", err)
 	}
@@ -151,16 +153,16 @@ func writeOutputs(rep *Report, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := writeAtomic(opts.OutDir, "report.json", data); err != nil {
+	if err := writeAtomic(opts.OutDir, runs.FileProbeReport, data); err != nil {
 		return err
 	}
 	done, err := json.MarshalIndent(map[string]string{
-		"outcome": "completed", "report_path": filepath.Join(opts.OutDir, "report.json"),
+		"outcome": "completed", "report_path": filepath.Join(opts.OutDir, runs.FileProbeReport),
 	}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding done.json: %w", err)
 	}
-	return writeAtomic(opts.OutDir, "done.json", append(done, '\n'))
+	return writeAtomic(opts.OutDir, runs.FileProbeDone, append(done, '\n'))
 }
 
 // event is one line of status.ndjson (the seed's fields; never evidence).

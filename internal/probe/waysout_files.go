@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // setuidBits writes a file in dir and tries to set S_ISUID or S_ISGID on it
@@ -87,8 +89,8 @@ func fchmodat2(p string, mode uint32) error {
 // and otherArtefacts what those roles and the host write there.
 var (
 	otherRoles     = []string{"gateway", "sidecar"}
-	otherArtefacts = []string{"egress-decisions.jsonl", "mcp-sidecar-tool-calls.jsonl", "gateway-harden-report.json",
-		"sidecar-harden-report.json", "run-metadata.json"}
+	otherArtefacts = []string{runs.FileDecisions, runs.FileAudit, runs.CollectedHardenReport("gateway"),
+		runs.CollectedHardenReport("sidecar"), runs.MetadataFile}
 )
 
 // otherRolesOutput looks, from inside, for any way to another role's

@@ -8,10 +8,12 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // AuditFileName is the audit log's name in the run directory.
-const AuditFileName = "mcp-sidecar-tool-calls.jsonl"
+const AuditFileName = runs.FileAudit
 
 // Audit record kinds. KindInvalid is for a request refused before its method
 // could be known (unparsable JSON, oversized body); the two others are the

@@ -8,19 +8,20 @@ import (
 	"strings"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // Artifact file names, as written by `spec resolve --out` and to each run
 // directory.
 const (
-	FileSpec          = "sandbox-spec.json"
-	FileProfile       = "resolved-profile.json"
-	FileSeccomp       = "seccomp-profile.json"
-	FileLandlock      = "landlock-policy.json"
-	FileGatewayPolicy = "gateway-policy.json"
-	FileSquidConf     = "squid.conf"
-	FileDockerfile    = "Dockerfile"
-	FileLedger        = "softening-ledger.json"
+	FileSpec          = runs.FileSandboxSpec
+	FileProfile       = runs.FileResolvedProfile
+	FileSeccomp       = runs.FileSeccompProfile
+	FileLandlock      = runs.FileLandlockPolicy
+	FileGatewayPolicy = runs.FileGatewayPolicy
+	FileSquidConf     = runs.FileSquidConf
+	FileDockerfile    = runs.FileDockerfile
+	FileLedger        = runs.FileLedger
 )
 
 // seccompRef replaces the inline profile in resolved-profile.json: the

@@ -10,22 +10,24 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
-// Artifact names read from a run directory (the cross-part contract).
+// Artifact names read from a run directory (declared in internal/runs).
 const (
-	FileRunMetadata     = "run-metadata.json"
-	FileAudit           = "mcp-sidecar-tool-calls.jsonl"
-	FileDecisions       = "egress-decisions.jsonl"
-	FileAgentTurns      = "agent-turns.jsonl"
-	FileProbeReport     = "report.json"
-	FileAnswer          = "answer.txt"
-	FileStdout          = "stdout.txt"
-	FileStderr          = "stderr.txt"
-	FileGatewayPol      = "gateway-policy.json"
-	FileResolvedProfile = "resolved-profile.json"
-	FileTimeline        = "timeline.jsonl"
-	FileReport          = "report.html"
+	FileRunMetadata     = runs.MetadataFile
+	FileAudit           = runs.FileAudit
+	FileDecisions       = runs.FileDecisions
+	FileAgentTurns      = runs.FileAgentTurns
+	FileProbeReport     = runs.FileProbeReport
+	FileAnswer          = runs.FileAnswer
+	FileStdout          = runs.FileStdout
+	FileStderr          = runs.FileStderr
+	FileGatewayPol      = runs.FileGatewayPolicy
+	FileResolvedProfile = runs.FileResolvedProfile
+	FileTimeline        = runs.FileTimeline
+	FileReport          = runs.FileReport
 )
 
 // maxSourceBytes bounds how much of one source is read: the workload can

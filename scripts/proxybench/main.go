@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/scripts/internal/benchkit"
 )
@@ -425,12 +426,12 @@ func startOurs(o options, dir string, cfg netpolicy.Config) (*benchkit.Proxy, er
 		return nil, err
 	}
 	pol, _ := json.Marshal(cfg)
-	polFile := filepath.Join(dir, "gateway-policy.json")
+	polFile := filepath.Join(dir, runs.FileGatewayPolicy)
 	if err := os.WriteFile(polFile, pol, 0o644); err != nil {
 		return nil, err
 	}
 	cmd := command(o, o.bin, "gateway", "--listen", addr, "--policy", polFile,
-		"--decision-log", filepath.Join(dir, "egress-decisions.jsonl"), "--max-tunnels", "4096")
+		"--decision-log", filepath.Join(dir, runs.FileDecisions), "--max-tunnels", "4096")
 	cmd.Env = []string{}
 	cmd.Stderr = io.Discard
 	if err := cmd.Start(); err != nil {
@@ -483,11 +484,11 @@ func startSquid(o options, dir string, cfg netpolicy.Config) (*benchkit.Proxy, e
 	}
 	conf := spec.SquidConf(cfg)
 	conf = strings.Replace(conf, fmt.Sprintf("http_port %d", spec.GatewayPort), "http_port "+addr, 1)
-	conf = strings.Replace(conf, "stdio:"+spec.OutputDir+"/access.log", "stdio:"+filepath.Join(dir, "access.log"), 1)
+	conf = strings.Replace(conf, "stdio:"+spec.OutputDir+"/"+runs.FileSquidAccessLog, "stdio:"+filepath.Join(dir, runs.FileSquidAccessLog), 1)
 	conf = strings.Replace(conf, "cache_log /tmp/squid-cache.log", "cache_log "+filepath.Join(dir, "cache.log"), 1)
 	conf += fmt.Sprintf("pid_filename %s\ndns_nameservers 127.0.0.1\nhosts_file none\nmax_filedescriptors 8192\nshutdown_lifetime 1 seconds\npinger_enable off\n",
 		filepath.Join(dir, "squid.pid"))
-	confFile := filepath.Join(dir, "squid.conf")
+	confFile := filepath.Join(dir, runs.FileSquidConf)
 	if err := os.WriteFile(confFile, []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
