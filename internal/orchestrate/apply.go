@@ -29,6 +29,10 @@ type Session struct {
 	// listens there (default dockerx.Listening). Tests substitute both.
 	DialNetns func(ctx context.Context, pid int, addr string) (net.Conn, error)
 	Listening func(pid, port int) (bool, error)
+	// WatchExit tells when a container's init has ended, before the
+	// engine reports it (default dockerx.WatchExit; nil from it: not
+	// watched).
+	WatchExit func(pid int, containerID string, stop <-chan struct{}) <-chan struct{}
 	// HostPrefixes lists the ranges the host uses outside Docker, which no
 	// network may take (default HostPrefixes).
 	HostPrefixes func() ([]netip.Prefix, error)
@@ -78,6 +82,8 @@ type Container struct {
 	inspected bool
 	// startAsked: the engine was asked to start the container.
 	startAsked bool
+	// signalled yields the answer to the SIGTERM stopAhead sent.
+	signalled chan error
 	// createErr is why a container created ahead was not fully created
 	// (its second network): its own phase fails with it.
 	createErr error
@@ -111,6 +117,11 @@ type Hooks struct {
 	// ReadyTimeout bounds each service's readiness; Timeout the
 	// workload's run (past it, the workload is killed).
 	ReadyTimeout, Timeout time.Duration
+	// StopAtExit: the caller stops the services once the workload has
+	// ended (Session.Stop), so they are signalled as soon as the
+	// workload's init is gone, while the engine is still noticing its
+	// exit; Stop then waits for them. Unset (--keep): they stay up.
+	StopAtExit bool
 }
 
 // PhaseNetworks and PhaseWait are the phases of [Session.Apply] that are
@@ -190,7 +201,12 @@ func (s *Session) Apply(ctx context.Context, h Hooks) error {
 				return err
 			}},
 			phase{PhaseWait, func() error {
-				_, err := s.Wait(ctx, s.Workload, h.Timeout)
+				var err error
+				if h.StopAtExit {
+					_, err = s.awaitExit(ctx, s.Workload.c, s.Workload.done, h.Timeout, s.stopAhead)
+				} else {
+					_, err = s.Wait(ctx, s.Workload, h.Timeout)
+				}
 				return err
 			}})
 	}
@@ -759,24 +775,45 @@ func (s *Session) release(ctx context.Context, c *Container) error {
 // Wait waits for the workload to exit. Past timeout it is killed and
 // recorded as timed out; when ctx ends (a signal) it is killed too.
 func (s *Session) Wait(ctx context.Context, w *Running, timeout time.Duration) (int, error) {
-	return s.awaitExit(ctx, w.c, w.done, timeout)
+	return s.awaitExit(ctx, w.c, w.done, timeout, nil)
 }
 
-func (s *Session) awaitExit(ctx context.Context, c *Container, done <-chan error, timeout time.Duration) (int, error) {
+// awaitExit waits for c's exit as the engine reports it; gone, when not
+// nil, is called once c's init has ended, as soon as the host sees it
+// (WatchExit), which is before the engine's report.
+func (s *Session) awaitExit(ctx context.Context, c *Container, done <-chan error, timeout time.Duration, gone func(context.Context)) (int, error) {
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
+	var ended <-chan struct{}
+	if gone != nil && c.Pid > 0 {
+		stop := make(chan struct{})
+		defer close(stop)
+		watch := s.WatchExit
+		if watch == nil {
+			watch = dockerx.WatchExit
+		}
+		ended = watch(c.Pid, c.ID, stop)
+	}
 	var cause error
-	select {
-	case r := <-c.wait:
-		<-drain(done)
-		code := r.ExitCode
-		c.ExitCode = &code
-		return code, r.Err
-	case <-timer.C:
-		c.TimedOut = true
-		cause = fmt.Errorf("%s still running after the %s timeout; killed", c.Step.Role, timeout)
-	case <-ctx.Done():
-		cause = fmt.Errorf("%s interrupted: %w", c.Step.Role, ctx.Err())
+wait:
+	for {
+		select {
+		case r := <-c.wait:
+			<-drain(done)
+			code := r.ExitCode
+			c.ExitCode = &code
+			return code, r.Err
+		case <-ended:
+			ended = nil
+			gone(ctx)
+		case <-timer.C:
+			c.TimedOut = true
+			cause = fmt.Errorf("%s still running after the %s timeout; killed", c.Step.Role, timeout)
+			break wait
+		case <-ctx.Done():
+			cause = fmt.Errorf("%s interrupted: %w", c.Step.Role, ctx.Err())
+			break wait
+		}
 	}
 	kctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -824,6 +861,19 @@ func (s *Session) Kill(ctx context.Context, role string) error {
 	return s.Engine.KillContainer(ctx, c.ID, "KILL")
 }
 
+// stopAhead sends SIGTERM to every service container that runs, each in
+// the background; Stop then waits for their exits.
+func (s *Session) stopAhead(ctx context.Context) {
+	for _, c := range s.Containers {
+		if c.Step.Workload || c.ExitCode != nil || c.wait == nil || !c.startAsked || c.signalled != nil {
+			continue
+		}
+		sent := make(chan error, 1)
+		c.signalled = sent
+		go func() { sent <- s.Engine.KillContainer(context.WithoutCancel(ctx), c.ID, "TERM") }()
+	}
+}
+
 // Stop kills the service containers (not yet removed) and records their
 // exit codes, so metadata can say how each ended. A container never
 // started (created up front for a phase the run did not reach) is left as
@@ -848,8 +898,16 @@ func (s *Session) Stop(ctx context.Context) {
 func (s *Session) stop(ctx context.Context, c *Container) {
 	// The signal first: the engine refuses it for a container that is not
 	// running, and only then is it worth a look (one round trip saved on
-	// the usual path, a running server).
-	if err := s.Engine.KillContainer(ctx, c.ID, "TERM"); err != nil {
+	// the usual path, a running server). It may have been sent already,
+	// at the workload's end (stopAhead).
+	var err error
+	if c.signalled != nil {
+		err = <-c.signalled
+		c.signalled = nil
+	} else {
+		err = s.Engine.KillContainer(ctx, c.ID, "TERM")
+	}
+	if err != nil {
 		if st, err := s.Engine.InspectContainer(ctx, c.ID); err != nil || !st.Running {
 			return // never started, or already gone: nothing to wait for
 		}

@@ -764,3 +764,62 @@ func TestApplyCreateAheadFailure(t *testing.T) {
 		t.Errorf("events %q", r.list())
 	}
 }
+
+// TestStopAtExit: once the workload's init is gone (as the host sees it,
+// before the engine reports the exit), the running services are sent
+// SIGTERM; Stop then waits for them without signalling again. Without
+// StopAtExit (--keep), nothing is signalled.
+func TestStopAtExit(t *testing.T) {
+	for _, early := range []bool{true, false} {
+		t.Run(map[bool]string{true: "stop at exit", false: "keep"}[early], func(t *testing.T) {
+			r := newOrderRig(t, true, 0)
+			r.f.OnStart = func(id string) { r.note("start " + id) } // the agent keeps running
+			gone := make(chan struct{})
+			var watched []string
+			r.s.WatchExit = func(pid int, id string, _ <-chan struct{}) <-chan struct{} {
+				watched = append(watched, fmt.Sprintf("%d %s", pid, id))
+				return gone
+			}
+			errc := make(chan error, 1)
+			go func() {
+				errc <- r.s.Apply(context.Background(), Hooks{ReadyTimeout: 2 * time.Second, Timeout: 5 * time.Second, StopAtExit: early})
+			}()
+			deadline := time.Now().Add(5 * time.Second)
+			for !slices.Contains(r.list(), "start id-agent") && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			close(gone) // the agent's init has ended; the engine has not said so yet
+			time.Sleep(100 * time.Millisecond)
+			kills := func() (n int) {
+				for _, c := range r.f.CallList() {
+					if strings.HasPrefix(c, "kill ") {
+						n++
+					}
+				}
+				return n
+			}
+			if got, want := kills(), map[bool]int{true: 2, false: 0}[early]; got != want {
+				t.Errorf("%d services signalled before the engine reported the exit, want %d: %q", got, want, r.f.CallList())
+			}
+			if slices.Contains(r.f.CallList(), "kill id-agent TERM") {
+				t.Errorf("the workload was signalled")
+			}
+			r.f.Exit("id-agent", 0)
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if early && !slices.Equal(watched, []string{"103 id-agent"}) {
+				t.Errorf("watched %q, want the agent's init", watched)
+			}
+			r.s.Stop(context.Background())
+			if got := kills(); got != 2 {
+				t.Errorf("%d signals in all, want one per service: %q", got, r.f.CallList())
+			}
+			for _, role := range []string{RoleGateway, RoleSidecar} {
+				if c := r.s.Find(role); c.ExitCode == nil {
+					t.Errorf("%s: no exit code recorded", role)
+				}
+			}
+		})
+	}
+}

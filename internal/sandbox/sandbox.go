@@ -218,7 +218,7 @@ func (j *job) execute(ctx context.Context) error {
 	j.startOutputCap(ctx)
 	return j.sess.Apply(ctx, orchestrate.Hooks{
 		Phase: j.phases.do, Done: j.phaseDone, Stdout: io.MultiWriter(j.s.Out, &j.stdout), Stderr: io.MultiWriter(j.s.Err, &j.stderr),
-		ReadyTimeout: j.o.ReadyTimeout, Timeout: j.o.Timeout,
+		ReadyTimeout: j.o.ReadyTimeout, Timeout: j.o.Timeout, StopAtExit: !j.o.Keep,
 	})
 }
 
