@@ -43,3 +43,19 @@ for d in ("/tmp", "/tmp/v", "/sandbox-work/v"):
         rt(check="load_written_library", path=p, loaded=True, getpid=lib.getpid())
     except OSError as e:
         rt(check="load_written_library", path=p, loaded=False, error=str(e))
+
+# The volume is on the host's disk: the 64 MiB tmpfs bound of /tmp does not apply.
+n = 0
+try:
+    for i in range(12):
+        with open(f"/tmp/v/fill{i}", "wb") as f:
+            f.write(b"\0" * (8 << 20))
+        n += 8
+    rt(check="write_beyond_tmpfs_size", path="/tmp/v", written_mb=n)
+except OSError as e:
+    rt(check="write_beyond_tmpfs_size", path="/tmp/v", written_mb=n, error=str(e))
+# A volume under the output directory: what is written there never reaches the run directory.
+p = "/sandbox-output/sub/hidden-from-record.txt"
+with open(p, "w") as f:
+    f.write("written by the workload, absent from the record")
+rt(check="write_output_sub_volume", path=p, written=True)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Finding: an image VOLUME under a writable path is an exec-capable writable
 # mount the launcher's noexec check does not see; a library the workload
-# writes there is loaded (ctypes.CDLL). test-sandbox --image on the same
+# writes there is loaded (ctypes.CDLL); the volume is on the host's disk
+# (no tmpfs size bound), and one under the output directory keeps what is
+# written there out of the run's record. test-sandbox --image on the same
 # image reports G06 T12 "pass" and 0 violations.
 # Usage: e2e/redteam2/volume-exec/run.sh [--test-sandbox]
 # Exit: 0 held, 1 vulnerable, 2 could not run.
@@ -17,7 +19,8 @@ FROM $BASE_IMAGE
 COPY attack.py /app/attack.py
 COPY --chown=65532:65532 vdir /tmp/v
 COPY --chown=65532:65532 vdir /sandbox-work/v
-VOLUME ["/tmp/v", "/sandbox-work/v"]
+COPY --chown=65532:65532 vdir /sandbox-output/sub
+VOLUME ["/tmp/v", "/sandbox-work/v", "/sandbox-output/sub"]
 DOCKER
 docker build -q -t rt2-volume-exec:local "$ctx" >/dev/null
 cp "$RT2_DIR/spec.toml" "$ctx/spec.toml"
@@ -40,6 +43,11 @@ for g in json.load(open(sys.argv[1])):
         if p.get("title") == "Load a native library written at run time":
             print("test-sandbox", g["id"], p["id"], p["verdict"], "-", p["tool"]["summary"])
 PY
+fi
+if [ -e "$run/agent/sub/hidden-from-record.txt" ]; then
+	echo "output-dir volume: the file reached the run directory"
+else
+	echo "output-dir volume: hidden-from-record.txt is not in $run/agent/sub (the record lost it)"
 fi
 if grep -q '"loaded": true' "$ctx/stdout"; then
 	echo "VULNERABLE: a library written at run time was mapped executable from an image VOLUME"
