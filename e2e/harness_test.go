@@ -479,9 +479,20 @@ func TestHarnessGatewayFailsToStart(t *testing.T) {
 		}
 	}
 	RequireNothingLeft(t, label)
-	m := hxReadMeta(t, hxOnlyRun(t, runsDir))
-	if _, _, ok := m.role("sidecar"); ok {
-		t.Error("the sidecar was started after the gateway failed")
+	runDir := hxOnlyRun(t, runsDir)
+	m := hxReadMeta(t, runDir)
+	// The containers are created up front, and on an engine that needs
+	// holds the sidecar's is started, held, while the gateway becomes
+	// ready (orchestrate.Session.Apply): so they are in the record. The
+	// sidecar never got past its hold (no start results, no hardening
+	// report) and the agent never started (no exit code).
+	for _, f := range []string{"mcp-sidecar-start-results.json", "sidecar-harden-report.json"} {
+		if _, err := os.Stat(filepath.Join(runDir, f)); err == nil {
+			t.Errorf("the sidecar ran after the gateway failed: %s exists", f)
+		}
+	}
+	if exit, _, _ := m.role("agent"); exit != nil {
+		t.Errorf("the agent ran after the gateway failed (exit code %d)", *exit)
 	}
 	if m.Verdict.OK {
 		t.Error("verdict ok after a failed start")
