@@ -7,7 +7,9 @@
 // field without Docker; Apply and Teardown only execute a plan through the
 // dockerx.Engine interface; the one thing they read from the host besides
 // the engine is its addresses and routes (HostPrefixes), which a run's
-// subnets must not shadow. This package never imports the Docker SDK,
+// subnets must not shadow, and, through dockerx, the containers' own
+// processes (readiness inside their network namespace, the workload's
+// end as the kernel reports it). This package never imports the Docker SDK,
 // never reads flags or the environment, and never writes artifacts (the
 // caller does, through internal/runs).
 package orchestrate

@@ -81,8 +81,10 @@ type Step struct {
 	// Session.Prepare and Session.Release.
 	Hold bool `json:"hold,omitempty"`
 	// Hosts are /etc/hosts entries added when the container is created,
-	// each the address on the internal network of a role started
-	// earlier. The role then needs no resolver to find its peers.
+	// each the address on the internal network of a role before it in the
+	// plan: the fixed one Session.CreateNetworks planned for it, or else
+	// the one it got when it started. The role then needs no resolver to
+	// find its peers.
 	Hosts []HostAlias `json:"hosts,omitempty"`
 }
 
