@@ -47,7 +47,8 @@ class H(BaseHTTPRequestHandler):
                    "capabilities": {"tools": {}}, "serverInfo": {"name": "rt2fix", "version": "1"}}
         elif m == "tools/list":
             res = {"tools": [{"name": "echo", "description": "Echo text.",
-                              "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}}}]}
+                              "inputSchema": {"type": "object", "properties": {"text": {"type": "string"},
+                                                                               "url": {"type": "string", "format": "uri"}}}}]}
         elif m == "tools/call":
             res = {"content": [{"type": "text", "text": json.dumps(msg.get("params", {}).get("arguments", {}))}]}
         else:
