@@ -72,7 +72,8 @@ type Run struct {
 	Set       Set
 }
 
-// Create makes the run's objects in order: the namespace, the Services
+// Create makes the run's objects in order: the namespace, its service
+// account, the Services
 // (whose ClusterIPs the pods need), the NetworkPolicies, the Secrets, the
 // pods of every role but the workload, each waited for until Ready, and
 // the workload's pod last. On any failure it deletes the namespace again
@@ -98,11 +99,18 @@ func (c *Client) Create(ctx context.Context, in Input, o CreateOptions) (run *Ru
 			}
 		}
 	}()
+	sa, err := ServiceAccount(in)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return nil, fmt.Errorf("creating service account %s: %w", sa.Name, err)
+	}
 	set, err := c.createObjects(ctx, in)
 	if err != nil {
 		return nil, err
 	}
-	set.Namespace = ns
+	set.Namespace, set.ServiceAccount = ns, sa
 	if err := c.createPods(ctx, set, o); err != nil {
 		return nil, err
 	}

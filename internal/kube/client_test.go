@@ -56,7 +56,7 @@ func TestCreateOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{
-		"namespaces/" + in.NamespaceName(),
+		"namespaces/" + in.NamespaceName(), "serviceaccounts/sandbox",
 		"services/egress-gateway", "services/mcp-sidecar",
 		"networkpolicies/default-deny", "networkpolicies/gateway", "networkpolicies/sidecar", "networkpolicies/agent",
 		"secrets/agent-env",

@@ -100,6 +100,9 @@ func TestMappingAcceptedByAPIServer(t *testing.T) {
 			if _, err := c.cs.CoreV1().Namespaces().Create(ctx, set.Namespace, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := c.cs.CoreV1().ServiceAccounts(ns(set)).Create(ctx, set.ServiceAccount, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 			for _, s := range set.Secrets {
 				if _, err := c.cs.CoreV1().Secrets(s.Namespace).Create(ctx, s, dry); err != nil {
@@ -238,6 +241,8 @@ func TestCreateRollsBack(t *testing.T) {
 		t.Errorf("namespace %s still exists after the failed Create", ns)
 	}
 }
+
+func ns(s Set) string { return s.Namespace.Name }
 
 func hasNamespace(list []Orphan, ns string) bool {
 	for _, o := range list {

@@ -119,6 +119,13 @@ func TestNetguardInPod(t *testing.T) {
 	if _, err := c.cs.CoreV1().Namespaces().Create(ctx, nsObj, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	sa, err := ServiceAccount(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.cs.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	// Gateway and sidecar (stand-ins serving their ports), mapped with
 	// placeholder service addresses: their own host aliases are not used.
 	in.ServiceIPs = map[string]string{spec.GatewayAlias: "192.0.2.1", spec.SidecarAlias: "192.0.2.2"}

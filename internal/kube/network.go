@@ -28,12 +28,13 @@ var (
 // nonPublic are the ranges the gateway refuses unless allowed_ip_addresses
 // names them (internal/netpolicy's classification): the NetworkPolicy
 // leaves them out of "public", so a cluster that enforces policies refuses
-// them too. The threat: the gateway reaching the cluster's own services,
+// them too (IPv4-mapped IPv6, ::ffff:0:0/96, cannot be written in an
+// ipBlock; such an address is the IPv4 one, covered above). The threat: the gateway reaching the cluster's own services,
 // nodes and the cloud metadata address.
 var nonPublic = map[string][]string{
 	"0.0.0.0/0": {"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
 		"172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4"},
-	"::/0": {"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "100::/64", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8"},
+	"::/0": {"::/128", "::1/128", "64:ff9b::/96", "100::/64", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8"},
 }
 
 // edge is one connection the plan allows: From reaches To (by its alias

@@ -19,11 +19,12 @@ import (
 
 // Set is every object of one run, in creation order.
 type Set struct {
-	Namespace *corev1.Namespace
-	Secrets   []*corev1.Secret
-	Services  []*corev1.Service
-	Policies  []*networkingv1.NetworkPolicy
-	Pods      []*corev1.Pod
+	Namespace      *corev1.Namespace
+	ServiceAccount *corev1.ServiceAccount
+	Secrets        []*corev1.Secret
+	Services       []*corev1.Service
+	Policies       []*networkingv1.NetworkPolicy
+	Pods           []*corev1.Pod
 }
 
 // Objects maps the whole run (in.ServiceIPs included).
@@ -31,6 +32,9 @@ func Objects(in Input) (Set, error) {
 	var s Set
 	var err error
 	if s.Namespace, err = Namespace(in); err != nil {
+		return Set{}, err
+	}
+	if s.ServiceAccount, err = ServiceAccount(in); err != nil {
 		return Set{}, err
 	}
 	if s.Services, err = Services(in); err != nil {
@@ -48,7 +52,7 @@ func Objects(in Input) (Set, error) {
 // YAML writes the set as one YAML stream, each Secret's values replaced by
 // dockerx.Redacted, so it can be written to the run directory.
 func (s Set) YAML() ([]byte, error) {
-	objs := []any{s.Namespace}
+	objs := []any{s.Namespace, s.ServiceAccount}
 	for _, sec := range s.Secrets {
 		r := sec.DeepCopy()
 		for k := range r.StringData {
@@ -101,6 +105,24 @@ func Namespace(in Input) (*corev1.Namespace, error) {
 	return &corev1.Namespace{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
 		ObjectMeta: metav1.ObjectMeta{Name: in.NamespaceName(), Labels: l},
+	}, nil
+}
+
+// ServiceAccountName is the account every pod of a run runs under.
+const ServiceAccountName = "sandbox"
+
+// ServiceAccount is the run's own account, with no token mounted and no
+// role bound: the pods never talk to the API server. It is created with
+// the namespace so that the pods do not race the controller that makes
+// the namespace's "default" account.
+func ServiceAccount(in Input) (*corev1.ServiceAccount, error) {
+	if err := in.validate(); err != nil {
+		return nil, err
+	}
+	return &corev1.ServiceAccount{
+		TypeMeta:                     metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},
+		ObjectMeta:                   in.meta(ServiceAccountName, ""),
+		AutomountServiceAccountToken: ptr(false),
 	}, nil
 }
 

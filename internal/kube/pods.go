@@ -99,6 +99,7 @@ func (in Input) pod(st orchestrate.Step) (*corev1.Pod, *corev1.Secret, error) {
 			Containers:                    []corev1.Container{main},
 			Volumes:                       vols,
 			RestartPolicy:                 corev1.RestartPolicyNever,
+			ServiceAccountName:            ServiceAccountName,
 			AutomountServiceAccountToken:  ptr(false),
 			EnableServiceLinks:            ptr(false),
 			TerminationGracePeriodSeconds: &grace,
