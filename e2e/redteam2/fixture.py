@@ -49,6 +49,10 @@ class H(BaseHTTPRequestHandler):
             res = {"tools": [{"name": "echo", "description": "Echo text.",
                               "inputSchema": {"type": "object", "properties": {"text": {"type": "string"},
                                                                                "url": {"type": "string", "format": "uri"}}}}]}
+        elif m == "tools/call" and msg.get("params", {}).get("arguments", {}).get("text") == "slow":
+            log(port=self.server.server_address[1], event="slow call started; answering in 30 s")
+            time.sleep(30)
+            res = {"content": [{"type": "text", "text": "slow done"}]}
         elif m == "tools/call":
             res = {"content": [{"type": "text", "text": json.dumps(msg.get("params", {}).get("arguments", {}))}]}
         else:

@@ -11,7 +11,7 @@ need_base_image
 build_bin
 here=$(cd "$(dirname "$0")" && pwd)
 ctx=$WORK/traceparent
-rm -rf "$ctx" && mkdir -p "$ctx"
+mkdir -p "$ctx"
 cp "$here/attack.py" "$ctx/"
 printf 'FROM %s\nCOPY attack.py /app/attack.py\n' "$BASE_IMAGE" >"$ctx/Dockerfile"
 docker build -q -t rt2-traceparent:local "$ctx" >/dev/null

@@ -12,7 +12,7 @@ need_base_image
 build_bin
 here=$(cd "$(dirname "$0")" && pwd)
 ctx=$WORK/volume-exec
-rm -rf "$ctx" && mkdir -p "$ctx/vdir" && chmod 777 "$ctx/vdir"
+mkdir -p "$ctx/vdir" && chmod 777 "$ctx/vdir"
 cp "$here/attack.py" "$ctx/"
 cat >"$ctx/Dockerfile" <<DOCKER
 FROM $BASE_IMAGE
