@@ -598,10 +598,12 @@ start_containerd() {
 }
 
 start_controllers() {
+	# Each controller runs as its own service account with its bootstrap role, as kubeadm
+	# does; the system:kube-controller-manager identity alone may only mint their tokens.
 	start kube-controller-manager "$BIN_K8S/kube-controller-manager" \
 		--kubeconfig="$STATE/controller-manager.kubeconfig" \
 		--bind-address=127.0.0.1 --secure-port=$CM_PORT --cert-dir="$STATE/pki/controller-manager" \
-		--leader-elect=false --allocate-node-cidrs=false --use-service-account-credentials=false \
+		--leader-elect=false --allocate-node-cidrs=false --use-service-account-credentials=true \
 		--service-account-private-key-file="$STATE/pki/sa.key" --root-ca-file="$STATE/pki/ca.crt" \
 		--service-cluster-ip-range="$SERVICE_CIDR" --profiling=false --v=1
 	local t_cm=$STEP_T0
@@ -620,6 +622,14 @@ node_ready() {
 	[[ $(kc get node "$NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}') == True ]]
 }
 
+# cluster_usable: the node lifecycle controller has lifted the not-ready taint (pods can be
+# scheduled) and the service-account controller has made the default namespace's account
+# (pods can be created: admission refuses a pod whose service account does not exist yet).
+cluster_usable() {
+	[[ -z $(kc get node "$NODE_NAME" -o 'jsonpath={.spec.taints}') ]] &&
+		kc -n default get serviceaccount default
+}
+
 start_kubelet() {
 	write_kubelet_config
 	start kubelet "$BIN_K8S/kubelet" --config="$STATE/kubelet/config.yaml" \
@@ -627,6 +637,9 @@ start_kubelet() {
 		--cert-dir="$STATE/kubelet/pki" --hostname-override="$NODE_NAME" --node-ip="$BRIDGE_ADDR" --v=1
 	wait_for "node $NODE_NAME Ready" ready kubelet node_ready
 	step_done kubelet
+	STEP_T0=$(now)
+	wait_for "node untainted and default service account" ready kubelet cluster_usable
+	step_done "node schedulable"
 }
 
 print_memory() {
@@ -659,7 +672,7 @@ cmd_up() {
 	start_kubelet
 	UP_DONE=1
 	trap - EXIT
-	log "cluster up in $(elapsed "$t0") s (node Ready)"
+	log "cluster up in $(elapsed "$t0") s (node Ready and schedulable)"
 	echo "total $(elapsed "$t0")" >>"$STATE/timings"
 	echo "memory (RSS):" >&2
 	print_memory >&2
@@ -887,6 +900,28 @@ nothing_left() {
 	! ls /var/lib/cni/results/mcpsidecar-kube-* >/dev/null 2>&1 || return 1
 }
 
+# forward_guarded: our chain is jumped to from FORWARD, and no rule before the jump accepts
+# traffic that is not bound to another interface. (Docker moves its DOCKER-USER jump back to
+# the top whenever it creates a network, so ours need not stay first.)
+forward_guarded() {
+	local rule
+	while IFS= read -r rule; do
+		[[ $rule == "-A FORWARD -j $FWD_CHAIN" ]] && return 0
+		if [[ $rule == *"-j ACCEPT"* && $rule != *"-i "* && $rule != *"-o "* ]]; then
+			echo "FORWARD accepts before our chain: $rule" >&2
+			return 1
+		fi
+		if [[ $rule == *"-j ACCEPT"* && $rule == *"$BRIDGE"* ]]; then return 1; fi
+	done < <(iptables -w -S FORWARD 2>/dev/null | grep '^-A FORWARD')
+	return 1
+}
+
+cgroup_count() { # container cgroups under k8s.io in every hierarchy
+	local d n=0
+	for d in /sys/fs/cgroup/*/k8s.io/*; do [[ -d $d ]] && n=$((n + 1)); done
+	echo "$n"
+}
+
 sysctls_restored() { # sysctls_restored SAVED
 	local s
 	for s in "${SYSCTLS[@]}"; do
@@ -899,12 +934,13 @@ cmd_smoke() {
 	local before ; before=$(mktemp)
 	local s
 	for s in "${SYSCTLS[@]}"; do echo "$s=$(sysctl -n "$s")"; done >"$before"
-	local cg_before ; cg_before=$(ls -d /sys/fs/cgroup/*/k8s.io/* 2>/dev/null | wc -l)
+	local cg_before ; cg_before=$(cgroup_count)
 
 	cmd_up
 	trap '{ keep_logs; cmd_down || true; }' EXIT # a failed check must not leave the cluster up
 	local t0 ; t0=$(now)
 	kc create namespace smoke >/dev/null
+	wait_for "service account smoke/default" kc -n smoke get serviceaccount default
 	pod_yaml server Always serve :8080 | kc apply -f - >/dev/null
 	wait_for "pod smoke/server Running" phase_is server Running
 	log "smoke: server pod Running in $(elapsed "$t0") s"
@@ -921,7 +957,7 @@ cmd_smoke() {
 	check "server log shows the client's connection" logs_have server answered
 	check "the host reaches the pod through $BRIDGE_ADDR on the bridge" host_dials "$ip"
 	check "a pod has no default route (no way off this machine)" phase_is routes Succeeded
-	check "FORWARD starts with our chain" bash -c "iptables -w -S FORWARD | sed -n 2p | grep -q -- '-j $FWD_CHAIN'"
+	check "FORWARD jumps to $FWD_CHAIN before any ACCEPT that could match $BRIDGE" forward_guarded
 	check "no masquerade rule names the pod subnet" bash -c "! iptables-save -t nat | grep -q '10\.237\.'"
 	check "containerd runs with registry requests pointed at a closed loopback port" \
 		grep -qz '^HTTPS_PROXY=http://127.0.0.1:9$' "/proc/$(cat "$STATE/pids/containerd.pid")/environ"
@@ -932,7 +968,7 @@ cmd_smoke() {
 	echo "after down:"
 	check "nothing left (processes, mounts, bridge, iptables rules, CNI cache, state dir)" nothing_left
 	check "sysctls restored (${SYSCTLS[*]})" sysctls_restored "$before"
-	check "no container cgroups left" test "$(ls -d /sys/fs/cgroup/*/k8s.io/* 2>/dev/null | wc -l)" -le "$cg_before"
+	check "no container cgroups left" test "$(cgroup_count)" -le "$cg_before"
 	rm -f "$before"
 	((SMOKE_FAILS == 0)) || die "smoke: $SMOKE_FAILS check(s) failed"
 	echo "smoke: all checks passed"
