@@ -9,10 +9,14 @@ BASE_IMAGE=${BASE_IMAGE:-mcpsidecar-debian-python:749505f3cf2a}
 WORK=${RT2_WORK:-/tmp/redteam2-work}
 mkdir -p "$WORK"
 
-# build_bin builds a static product binary into $WORK (never bin/).
+# build_bin builds a static product binary into $WORK (never bin/), from the
+# committed tree (git archive HEAD), so others' uncommitted edits do not
+# break the build.
 build_bin() {
 	if [ -z "${MCPSIDECAR_BIN:-}" ]; then
-		(cd "$REPO" && CGO_ENABLED=0 go build -o "$WORK/mcpsidecar" ./cmd/mcpsidecar)
+		rm -rf "$WORK/src" && mkdir -p "$WORK/src"
+		git -C "$REPO" archive HEAD | tar -x -C "$WORK/src"
+		(cd "$WORK/src" && CGO_ENABLED=0 go build -o "$WORK/mcpsidecar" ./cmd/mcpsidecar)
 		MCPSIDECAR_BIN=$WORK/mcpsidecar
 	fi
 	export MCPSIDECAR_BIN

@@ -24,7 +24,8 @@ run=$(latest_run "$runs")
 grep '^RT2' "$ctx/stdout" || { cat "$ctx/stderr"; exit 2; }
 echo "run directory: $run"
 "$MCPSIDECAR_BIN" runs show --runs-dir "$runs" "$(basename "$run")" 2>&1 | grep -A3 'tool call echo' || true
-python3 - "$run/timeline.jsonl" <<'PY'
+rc=0
+python3 - "$run/timeline.jsonl" <<'PY' || rc=$?
 import json, sys
 import os
 ev = [json.loads(l) for l in open(sys.argv[1])]
@@ -39,6 +40,5 @@ for e in ev:
         print(f"MISATTRIBUTED: {e['summary'][:90]} (client {e.get('client')}, scope agent) -> parent {p['seq']} {p['summary']}")
 sys.exit(1 if bad else 0)
 PY
-rc=$?
 if [ $rc -eq 1 ]; then echo "VULNERABLE: the workload's own egress is recorded under the sidecar's tool call"; exit 1; fi
 echo "HELD"
