@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/redact"
 	"github.com/mcpsidecar/mcpsidecar/internal/version"
 )
 
@@ -212,12 +213,14 @@ func echo(msg openai.ChatCompletionMessage) openai.ChatCompletionMessage {
 }
 
 // redactErr keeps the API key out of an error text (a service may echo
-// it back, and the text reaches the turn log and the terminal).
+// it back, and the text reaches the turn log and the terminal), with the
+// host's rule for a known value ([redact.Values]: a key under 8
+// characters only where it stands alone).
 func redactErr(err error, key string) error {
 	if key == "" || !strings.Contains(err.Error(), key) {
 		return err
 	}
-	return errors.New(strings.ReplaceAll(err.Error(), key, "[redacted]"))
+	return errors.New(string(redact.Values([]byte(err.Error()), []string{key}, "[redacted]")))
 }
 
 // nudge reminds a model that stopped without saving, once; then gives up.
