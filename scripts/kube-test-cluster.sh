@@ -261,7 +261,7 @@ CTR_SOCK=$STATE/containerd/containerd.sock
 COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet)
 
 ctr_() { ctr --address "$CTR_SOCK" --namespace k8s.io "$@"; }
-kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" "$@"; }
+kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" --cache-dir "$STATE/kubectl-cache" "$@"; }
 
 # wait_for WHAT CMD...: retries CMD every 0.2 s until it succeeds or $TIMEOUT s pass.
 wait_for() {
@@ -405,6 +405,7 @@ keep_logs() { # keeps a failed up's logs, which down removes with the state dir
 record_host_state() {
 	[[ -d /var/lib/cni ]] || touch "$STATE/varlibcni.absent"
 	[[ -d /var/log/containers ]] || touch "$STATE/varlogcontainers.absent"
+	[[ -d /var/lib/kubelet ]] || touch "$STATE/varlibkubelet.absent"
 	ls -d /sys/fs/cgroup/*/k8s.io 2>/dev/null >"$STATE/cgroups.before" || true
 }
 
@@ -604,6 +605,7 @@ start_controllers() {
 		--kubeconfig="$STATE/controller-manager.kubeconfig" \
 		--bind-address=127.0.0.1 --secure-port=$CM_PORT --cert-dir="$STATE/pki/controller-manager" \
 		--leader-elect=false --allocate-node-cidrs=false --use-service-account-credentials=true \
+		--node-monitor-period=1s \
 		--service-account-private-key-file="$STATE/pki/sa.key" --root-ca-file="$STATE/pki/ca.crt" \
 		--service-cluster-ip-range="$SERVICE_CIDR" --profiling=false --v=1
 	local t_cm=$STEP_T0
@@ -711,6 +713,7 @@ stop_component() { # stop_component NAME
 # started.
 remove_containers() {
 	local id pid
+	record_container_ids
 	if ctr --address "$CTR_SOCK" version >/dev/null 2>&1; then
 		for id in $(ctr_ tasks ls -q 2>/dev/null); do
 			ctr_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
@@ -731,6 +734,29 @@ remove_containers() {
 	# Shims outlive containerd; each names our socket on its command line.
 	for pid in $(pgrep -f "containerd-shim-runc-v2 .*-address $CTR_SOCK" || true); do
 		stop_pid containerd-shim "$pid"
+	done
+}
+
+# record_container_ids keeps the ids of every container and sandbox of ours: their shims'
+# sockets and CNI's cache files outside the state dir are named after them.
+record_container_ids() {
+	{
+		ctr --address "$CTR_SOCK" version >/dev/null 2>&1 && ctr_ containers ls -q 2>/dev/null
+		ls "$STATE/containerd/state/io.containerd.runtime.v2.task/k8s.io" 2>/dev/null
+		runc --root "$STATE/runc/k8s.io" list -q 2>/dev/null
+	} | grep -E '^[0-9a-f]{64}$' >>"$STATE/container-ids" || true
+}
+
+# remove_id_leftovers removes what our shims and CNI leave outside the state dir when
+# containers are removed without their pods being torn down through the kubelet: each shim's
+# socket in /run/containerd/s (named by the hash of our socket path, namespace and id, so
+# Docker's are never touched) and CNI's cached results in /var/lib/cni/results.
+remove_id_leftovers() {
+	[[ -f $STATE/container-ids ]] || return 0
+	local id h
+	for id in $(sort -u "$STATE/container-ids"); do
+		h=$(printf '%s' "$CTR_SOCK/k8s.io/$id" | sha256sum | cut -c1-64)
+		rm -f "/run/containerd/s/$h" /var/lib/cni/results/*-"$id"-*
 	done
 }
 
@@ -761,6 +787,7 @@ remove_network() {
 	done
 	# CNI keeps a result cache in /var/lib/cni whatever bin/conf dirs it is given.
 	rm -f /var/lib/cni/results/mcpsidecar-kube-* 2>/dev/null || true
+	remove_id_leftovers
 	if [[ -f $STATE/varlibcni.absent ]]; then
 		rmdir /var/lib/cni/results /var/lib/cni 2>/dev/null || true
 	fi
@@ -783,6 +810,11 @@ remove_host_leftovers() {
 		[[ -L $l && $(readlink "$l") == "$STATE"/* ]] && rm -f "$l"
 	done
 	[[ -f $STATE/varlogcontainers.absent ]] && rmdir /var/log/containers 2>/dev/null || true
+	# The kubelet puts its device-plugin socket here whatever its root dir is.
+	rm -f /var/lib/kubelet/device-plugins/kubelet.sock
+	if [[ -f $STATE/varlibkubelet.absent ]]; then
+		rmdir /var/lib/kubelet/device-plugins /var/lib/kubelet 2>/dev/null || true
+	fi
 	if [[ -f $STATE/cgroups.before ]]; then
 		local d
 		for d in /sys/fs/cgroup/*/k8s.io; do
@@ -898,6 +930,13 @@ nothing_left() {
 	! pgrep -f "$STATE" >/dev/null || return 1
 	[[ ! -e $STATE ]] || return 1
 	! ls /var/lib/cni/results/mcpsidecar-kube-* >/dev/null 2>&1 || return 1
+	local id h
+	for id in $(cat "$1"); do
+		h=$(printf '%s' "$CTR_SOCK/k8s.io/$id" | sha256sum | cut -c1-64)
+		[[ ! -e /run/containerd/s/$h ]] || return 1
+		! ls /var/lib/cni/results/*-"$id"-* >/dev/null 2>&1 || return 1
+	done
+	[[ ! -e /var/lib/kubelet/device-plugins/kubelet.sock ]] || return 1
 }
 
 # forward_guarded: our chain is jumped to from FORWARD, and no rule before the jump accepts
@@ -963,13 +1002,15 @@ cmd_smoke() {
 		grep -qz '^HTTPS_PROXY=http://127.0.0.1:9$' "/proc/$(cat "$STATE/pids/containerd.pid")/environ"
 	kc -n smoke get pods -o wide >&2 || true
 
+	local ids ; ids=$(mktemp)
+	ctr_ containers ls -q >"$ids"
 	trap - EXIT
 	cmd_down
 	echo "after down:"
-	check "nothing left (processes, mounts, bridge, iptables rules, CNI cache, state dir)" nothing_left
+	check "nothing left (processes, mounts, bridge, iptables rules, shim sockets, CNI cache, kubelet socket, state dir)" nothing_left "$ids"
 	check "sysctls restored (${SYSCTLS[*]})" sysctls_restored "$before"
 	check "no container cgroups left" test "$(cgroup_count)" -le "$cg_before"
-	rm -f "$before"
+	rm -f "$before" "$ids"
 	((SMOKE_FAILS == 0)) || die "smoke: $SMOKE_FAILS check(s) failed"
 	echo "smoke: all checks passed"
 }
