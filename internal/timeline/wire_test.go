@@ -8,6 +8,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
 
@@ -22,4 +23,12 @@ func TestWireFieldsCovered(t *testing.T) {
 	// ours does not yet (the container's phase places it).
 	testutil.WireFieldsCovered(t, runs.MetadataFile, runMetadata{}, runs.Metadata{}, "containers.started", "containers.finished")
 	testutil.WireFieldsCovered(t, runs.FileGatewayPolicy, Policy{}, netpolicy.Config{})
+	// What the report's glance reads besides: each role's hardening and
+	// the host's observation of it from run-metadata.json, each
+	// container's configuration and the softening ledger from
+	// resolved-profile.json (spec.Artifacts writes a spec.Profile).
+	testutil.WireFieldsCovered(t, runs.MetadataFile+" hardening", RoleReport{}, runs.RoleHardening{})
+	testutil.WireFieldsCovered(t, runs.MetadataFile+" observed", Observation{}, runs.Observation{})
+	testutil.WireFieldsCovered(t, runs.FileResolvedProfile+" containers", ContainerConfig{}, spec.Container{})
+	testutil.WireFieldsCovered(t, runs.FileResolvedProfile+" softening_ledger", Softening{}, spec.Softening{})
 }
