@@ -261,6 +261,8 @@ CTR_SOCK=$STATE/containerd/containerd.sock
 COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet)
 
 ctr_() { ctr --address "$CTR_SOCK" --namespace k8s.io "$@"; }
+# ctr_up: our containerd answers (checked for the socket first: ctr waits ~20 s on a missing one)
+ctr_up() { [[ -S $CTR_SOCK ]] && timeout 10 ctr --address "$CTR_SOCK" version >/dev/null 2>&1; }
 kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" --cache-dir "$STATE/kubectl-cache" "$@"; }
 
 # wait_for WHAT CMD...: retries CMD every 0.2 s until it succeeds or $TIMEOUT s pass.
@@ -269,7 +271,7 @@ wait_for() {
 	local deadline=$(($(date +%s) + TIMEOUT))
 	until "$@" >/dev/null 2>&1; do
 		if (($(date +%s) >= deadline)); then
-			die "timed out after ${TIMEOUT}s waiting for $what (logs: $STATE/logs/); run '$0 down' to clean up"
+			die "timed out after ${TIMEOUT}s waiting for $what (logs: $STATE/logs/; set MCPSIDECAR_KUBE_TIMEOUT to wait longer)"
 		fi
 		sleep 0.2
 	done
@@ -331,7 +333,7 @@ alive() { # alive NAME: fails (with the log's tail) when the component has exite
 	local pid ; pid=$(cat "$STATE/pids/$1.pid")
 	if ! kill -0 "$pid" 2>/dev/null; then
 		tail -n 20 "$STATE/logs/$1.log" >&2 || true
-		die "$1 exited during start (log: $STATE/logs/$1.log); run '$0 down' to clean up"
+		die "$1 exited during start (log: $STATE/logs/$1.log)"
 	fi
 }
 
@@ -592,7 +594,7 @@ start_containerd() {
 	start containerd env -i PATH="$PATH" HTTP_PROXY=http://127.0.0.1:9 HTTPS_PROXY=http://127.0.0.1:9 \
 		http_proxy=http://127.0.0.1:9 https_proxy=http://127.0.0.1:9 NO_PROXY= no_proxy= \
 		containerd --config "$STATE/containerd/config.toml"
-	wait_for "containerd socket" ready containerd ctr --address "$CTR_SOCK" version
+	wait_for "containerd socket" ready containerd ctr_up
 	local img
 	for img in pause nettest; do ctr_ images import "$IMG_DIR/$img.tar" >/dev/null; done
 	step_done containerd
@@ -714,7 +716,7 @@ stop_component() { # stop_component NAME
 remove_containers() {
 	local id pid
 	record_container_ids
-	if ctr --address "$CTR_SOCK" version >/dev/null 2>&1; then
+	if ctr_up; then
 		for id in $(ctr_ tasks ls -q 2>/dev/null); do
 			ctr_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
 		done
@@ -741,7 +743,7 @@ remove_containers() {
 # sockets and CNI's cache files outside the state dir are named after them.
 record_container_ids() {
 	{
-		ctr --address "$CTR_SOCK" version >/dev/null 2>&1 && ctr_ containers ls -q 2>/dev/null
+		ctr_up && ctr_ containers ls -q 2>/dev/null
 		ls "$STATE/containerd/state/io.containerd.runtime.v2.task/k8s.io" 2>/dev/null
 		runc --root "$STATE/runc/k8s.io" list -q 2>/dev/null
 	} | grep -E '^[0-9a-f]{64}$' >>"$STATE/container-ids" || true
