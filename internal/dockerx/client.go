@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -73,6 +75,7 @@ func (c *Client) InspectImage(ctx context.Context, ref string) (ImageInfo, bool,
 	info := ImageInfo{ID: res.ID, Size: res.Size}
 	if res.Config != nil {
 		info.Entrypoint, info.Cmd = res.Config.Entrypoint, res.Config.Cmd
+		info.Volumes = slices.Sorted(maps.Keys(res.Config.Volumes))
 	}
 	return info, true, nil
 }

@@ -148,6 +148,9 @@ type ImageInfo struct {
 	// without a command runs them under the launcher).
 	Entrypoint []string `json:"entrypoint,omitempty"`
 	Cmd        []string `json:"cmd,omitempty"`
+	// Volumes are the paths the image declares VOLUME (sorted): the
+	// engine mounts an anonymous volume at each in every container of it.
+	Volumes []string `json:"volumes,omitempty"`
 }
 
 // File is one regular file of an image (a build context or a root filesystem).

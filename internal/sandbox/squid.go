@@ -46,12 +46,15 @@ func (j *job) checkGateway(ctx context.Context) error {
 		return nil
 	}
 	j.meta.Gateway = &runs.Gateway{Engine: orchestrate.EngineSquid, Image: j.o.SquidImage}
-	_, ok, err := j.engine.InspectImage(ctx, j.o.SquidImage)
+	info, ok, err := j.engine.InspectImage(ctx, j.o.SquidImage)
 	if err != nil {
 		return exitcode.With(exitcode.Unavailable, fmt.Errorf("inspecting the Squid image %s: %w", j.o.SquidImage, err))
 	}
 	if !ok {
 		return exitcode.WithHint(exitcode.Unavailable, fmt.Errorf("the Squid image %s is not on this Docker engine", j.o.SquidImage), squidBuildHint)
+	}
+	if err := refuseImageVolumes("the Squid image", j.o.SquidImage, info.Volumes); err != nil { // imagevolumes.go
+		return err
 	}
 	for _, d := range squidDegradations {
 		j.meta.Degradations = append(j.meta.Degradations, d)

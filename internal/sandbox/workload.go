@@ -133,6 +133,9 @@ func (j *job) applyOwn(ctx context.Context, plan *orchestrate.Plan) error {
 	if err != nil {
 		return err
 	}
+	if err := refuseImageVolumes("workload image", own.Image, info.Volumes); err != nil { // imagevolumes.go
+		return err
+	}
 	i := slices.IndexFunc(plan.Containers, func(st orchestrate.Step) bool { return st.Role == orchestrate.RoleAgent })
 	if i < 0 {
 		return errors.New("the plan has no agent-role container to run the workload in")

@@ -33,6 +33,7 @@ type Engine struct {
 	VersionString string // Version's answer; "" is 27.0.0
 	VersionErr    error
 	Images        map[string]bool
+	ImageVolumes  map[string][]string // InspectImage's Volumes, by reference
 	BuildErr      error
 	ImportErr     error
 	CreateErr     map[string]error // CreateContainer fails, by container name
@@ -154,7 +155,7 @@ func (f *Engine) InspectImage(_ context.Context, ref string) (dockerx.ImageInfo,
 	f.Record("inspect-image %s", ref)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return dockerx.ImageInfo{ID: "sha256:1", Size: 42}, f.Images[ref], nil
+	return dockerx.ImageInfo{ID: "sha256:1", Size: 42, Volumes: f.ImageVolumes[ref]}, f.Images[ref], nil
 }
 
 func (f *Engine) BuildImage(_ context.Context, img dockerx.ImageFiles) error {
