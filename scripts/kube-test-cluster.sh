@@ -247,6 +247,13 @@ cmd_build() {
 		build_one "$k8smod" "k8s.io/kubernetes/cmd/$b" "$BIN_K8S/$b" "$ld"
 	done
 
+	# One directory with etcd, kube-apiserver and kubectl, for controller-runtime's envtest
+	# (BinaryAssetsDirectory / KUBEBUILDER_ASSETS), which needs no download then.
+	mkdir -p "$CACHE/envtest"
+	ln -sfn "$BIN_ETCD/etcd" "$CACHE/envtest/etcd"
+	ln -sfn "$BIN_K8S/kube-apiserver" "$CACHE/envtest/kube-apiserver"
+	ln -sfn "$(command -v kubectl 2>/dev/null || echo "$BIN_K8S/kubectl")" "$CACHE/envtest/kubectl"
+
 	build_cni
 	build_image pause "$PAUSE_IMAGE"
 	build_image nettest "$NETTEST_IMAGE"
