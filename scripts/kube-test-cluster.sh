@@ -43,9 +43,10 @@
 #      needed because Docker sets the FORWARD policy to DROP and bridged frames pass
 #      FORWARD with br_netfilter) and DROPs everything else that enters or leaves the bridge.
 #      This holds whatever Docker's FORWARD policy is.
-#   4. IPv6 is disabled on the bridge, and the host's own address on it (10.237.0.1) exists
-#      only so the host (kubelet, tests) can reach pods; pods reach the host through it
-#      (local delivery, not forwarding).
+#   4. IPv6 is disabled on the bridge. The host's own address on it (10.237.0.1) lets the host
+#      (kubelet, tests) reach pods; pods reach the host through it by local delivery, not
+#      forwarding: the kubelet API listens there (TLS, anonymous access off), and so does any
+#      host service bound to all addresses (how a host-side test fixture serves pods).
 #   5. Images are built locally and imported into the private containerd (imagePullPolicy
 #      Never/IfNotPresent); there is no registry, nothing is pulled.
 #   `down` removes the bridge, the FORWARD jump and the chain; `smoke` checks they are gone.
