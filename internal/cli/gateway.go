@@ -75,7 +75,7 @@ before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
 	f.IntVar(&o.maxTunnels, "max-tunnels", lim.MaxConcurrent, "maximum concurrent tunnels plus forwarded requests")
 	f.DurationVar(&o.idleTimeout, "idle-timeout", lim.IdleTimeout, "close a tunnel with no traffic for this long")
 	f.DurationVar(&o.maxDuration, "max-duration", lim.MaxDuration, "close a tunnel or forwarded request older than this")
-	f.DurationVar(&o.shutdownWait, "shutdown-timeout", 10*time.Second, "how long shutdown waits for forwarded requests")
+	f.DurationVar(&o.shutdownWait, "shutdown-timeout", egress.DefaultShutdownWait, "how long shutdown waits for the forwarded requests it cancels (each is logged as interrupted)")
 	return cmd
 }
 

@@ -97,7 +97,10 @@ func (g *Gateway) relay(w http.ResponseWriter, d *Decision, up net.Conn, done fu
 			err = t.run(pending)
 		}
 		d.BytesUp, d.BytesDown = t.up.Load(), t.down.Load()
-		if err != nil {
+		switch {
+		case t.interrupted.Load():
+			d.Error = interruptedError(err)
+		case err != nil:
 			d.Error = err.Error()
 		}
 		g.record(d)

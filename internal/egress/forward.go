@@ -2,6 +2,7 @@ package egress
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -112,10 +113,20 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decisi
 		d.ResolvedIP = st.dialed.String()
 	}
 	d.BytesUp, d.BytesDown = body.n.Load(), cw.n.Load()
-	if st.err != nil {
-		d.Error = st.err.Error()
-	}
+	d.Error = forwardErr(ctx, st.err)
 	g.record(d)
+}
+
+// forwardErr is the decision line's error of a forwarded request: marked
+// interrupted when the gateway's shutdown cancelled it.
+func forwardErr(ctx context.Context, err error) string {
+	if errors.Is(context.Cause(ctx), errStopped) {
+		return interruptedError(err)
+	}
+	if err != nil {
+		return err.Error()
+	}
+	return ""
 }
 
 // checkForward validates an absolute-URI request and authorizes its

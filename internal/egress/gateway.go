@@ -80,6 +80,12 @@ type Gateway struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	now  func() time.Time
 
+	// stopCtx is every request's base context; Shutdown cancels it with
+	// [errStopped] as the cause, so forwarded requests in flight end now,
+	// each with its decision line, instead of outliving the process.
+	stopCtx context.Context
+	stopAll context.CancelCauseFunc
+
 	mu      sync.Mutex
 	closing bool
 	tunnels map[*tunnel]struct{}
@@ -108,6 +114,7 @@ func New(opts Options) (*Gateway, error) {
 	if g.logger == nil {
 		g.logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	g.stopCtx, g.stopAll = context.WithCancelCause(context.Background())
 	g.slots = make(chan struct{}, g.limits.MaxConcurrent)
 	d := &net.Dialer{Timeout: g.limits.DialTimeout, ControlContext: g.control}
 	g.dial = d.DialContext
@@ -127,6 +134,7 @@ func New(opts Options) (*Gateway, error) {
 		ReadTimeout:       0, // bodies and tunnels have their own limits
 		IdleTimeout:       g.limits.ReadHeaderTimeout,
 		ConnContext:       rawHeaderContext,
+		BaseContext:       g.baseContext,
 		ErrorLog:          slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn),
 		// Threat: net/http answers "OPTIONS *" itself, unlogged and
 		// keeping the connection open, so a request pipelined after it
@@ -171,16 +179,23 @@ func (g *Gateway) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting, closes every open tunnel, waits (until ctx is
-// done) for forwarded requests to finish, and waits for every decision
-// line to be written. The caller then closes the [DecisionLog].
+// Shutdown stops accepting, closes every open tunnel and cancels every
+// forwarded request in flight (each writes its decision line with an
+// [ErrorInterrupted] error), waits (until ctx is done) for the handlers
+// to return, and waits for every decision line to be written. The caller
+// then closes the [DecisionLog]. The threat: a request still forwarded
+// when the harness kills the process would have reached its upstream with
+// no line at all; waiting for it to be answered could outlast the
+// harness's stop grace.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.mu.Lock()
 	g.closing = true
 	for t := range g.tunnels {
+		t.interrupted.Store(true)
 		t.close()
 	}
 	g.mu.Unlock()
+	g.stopAll(errStopped)
 	err := g.srv.Shutdown(ctx)
 	if err != nil {
 		g.srv.Close()
@@ -279,6 +294,30 @@ func (g *Gateway) refuse(w http.ResponseWriter, d *Decision, dn *denial) {
 	w.Header().Set("Connection", "close")
 	w.WriteHeader(dn.status)
 	fmt.Fprintf(w, "mcpsidecar egress gateway: denied: %s\n", dn.reason)
+}
+
+// ErrorInterrupted begins the error of a decision line whose request or
+// tunnel was cut off by the gateway's shutdown.
+const ErrorInterrupted = "interrupted"
+
+// DefaultShutdownWait is the gateway role's default --shutdown-timeout:
+// how long shutdown waits for the cancelled requests' handlers to return.
+// It is kept well below the harness's stop grace (orchestrate.StopGrace),
+// after which the role is killed.
+const DefaultShutdownWait = 2 * time.Second
+
+// errStopped is the cause [Gateway.Shutdown] cancels requests with.
+var errStopped = errors.New(ErrorInterrupted + ": the gateway shut down during the request")
+
+func (g *Gateway) baseContext(net.Listener) context.Context { return g.stopCtx }
+
+// interruptedError is the decision line's error for a request cut off by
+// shutdown; err is what the request itself saw, if anything.
+func interruptedError(err error) string {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, errStopped) {
+		return errStopped.Error()
+	}
+	return errStopped.Error() + " (" + err.Error() + ")"
 }
 
 func (g *Gateway) record(d *Decision) {

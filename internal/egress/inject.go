@@ -135,6 +135,7 @@ func (g *Gateway) newInjector(in *Injection) *http.Server {
 		MaxHeaderBytes:    g.limits.MaxHeaderBytes,
 		ReadHeaderTimeout: g.limits.ReadHeaderTimeout,
 		IdleTimeout:       g.limits.IdleTimeout,
+		BaseContext:       g.baseContext,
 		ErrorLog:          g.srv.ErrorLog,
 		// As the proxy listener: no request is answered by net/http alone.
 		DisableGeneralOptionsHandler: true,
@@ -304,9 +305,7 @@ func (ij *injector) forward(w http.ResponseWriter, r *http.Request, d *Decision,
 		d.ResolvedIP = st.dialed.String()
 	}
 	d.BytesUp, d.BytesDown = body.n.Load(), cw.n.Load()
-	if st.err != nil {
-		d.Error = st.err.Error()
-	}
+	d.Error = forwardErr(ctx, st.err)
 	g.record(d)
 }
 

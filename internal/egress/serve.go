@@ -26,7 +26,8 @@ type ServeConfig struct {
 	Scopes      *Scoper    // nil: no declared MCP servers
 	RunID       string
 	Limits      Limits
-	// ShutdownWait bounds how long shutdown waits for forwarded requests.
+	// ShutdownWait bounds how long shutdown waits for the forwarded
+	// requests it cancelled to return (0: [DefaultShutdownWait]).
 	ShutdownWait time.Duration
 }
 
@@ -98,6 +99,9 @@ func serveUntil(ctx context.Context, g *Gateway, ln net.Listener, wait time.Dura
 	case err := <-errc:
 		return fmt.Errorf("serving gateway: %w", err)
 	case <-ctx.Done():
+	}
+	if wait <= 0 {
+		wait = DefaultShutdownWait
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()

@@ -24,6 +24,9 @@ type tunnel struct {
 	up, down         atomic.Int64
 	lastTouch        atomic.Int64 // unix nanoseconds of the last deadline push
 	closeOnce        sync.Once
+	// interrupted is set by the gateway's shutdown before it closes the
+	// tunnel, so the decision line says so.
+	interrupted atomic.Bool
 }
 
 const copyBufSize = 64 << 10

@@ -17,7 +17,7 @@ const AuditFileName = runs.FileAudit
 
 // Audit record kinds. KindInvalid is for a request refused before its method
 // could be known (unparsable JSON, oversized body); the two others are the
-// contract's kinds.
+// contract's kinds. [KindCallStart] and [KindPinCheck] are the other two.
 const (
 	KindToolCall     = "tools/call"
 	KindResourceRead = "resources/read"
@@ -44,6 +44,10 @@ type Record struct {
 	// Server is the declared MCP server a tools/call went to, or a
 	// pin_check was about ("" for local tools and resources).
 	Server string `json:"server"`
+	// Interrupted marks the end line of a tools/call the sidecar cut off
+	// when it stopped (its Error begins with [ErrorInterrupted]). Omitted
+	// otherwise.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // AuditLog appends records as JSON lines. Each record is marshalled first

@@ -22,8 +22,10 @@ const (
 // tools/call and resources/read its correlation id and writes exactly one
 // audit record for it, whatever the outcome (unknown tools and argument
 // validation errors are decided by the SDK after this point, so they pass
-// through here too). Requests the SDK refuses before dispatch are recorded
-// by the HTTP front instead.
+// through here too). A tools/call also gets a [KindCallStart] line before
+// it runs, and its end line is marked interrupted when shutdown cut it off
+// (inflight.go). Requests the SDK refuses before dispatch are recorded by
+// the HTTP front instead.
 func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		rec, ok := newRecord(req)
@@ -41,21 +43,43 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		ctx = withTraceID(ctx, corr)
 		start := time.Now()
-		res, err := next(ctx, method, req)
 		if s.audit == nil {
-			return res, err
+			return next(ctx, method, req)
 		}
 		rec.Time = timestamp(start)
-		rec.DurationMS = millis(time.Since(start))
 		rec.CorrelationID = corr
 		rec.SessionID = sessionOf(req, hdr)
+		var call *inflight
 		if rec.Kind == KindToolCall {
 			rec.Server = s.serverOf(rec.Name)
+			// The start line is written before the call can send
+			// anything upstream; shutdown cancels ctx.
+			ctx, call = s.calls.begin(ctx, s.audit, rec, start)
 		}
+		res, err := next(ctx, method, req)
 		rec.OK, rec.Error, rec.ResultPreview = outcome(res, err)
+		if call != nil {
+			cut := ctx.Err() != nil
+			first, stopping := s.calls.end(call)
+			if !first {
+				return res, err // shutdown wrote the interrupted end line
+			}
+			if stopping && cut && !rec.OK {
+				s.audit.Write(interruptedRecord(call, time.Now(), "the sidecar stopped during the call and cancelled it ("+orNone(rec.Error)+")"))
+				return res, err
+			}
+		}
+		rec.DurationMS = millis(time.Since(start))
 		s.audit.Write(rec)
 		return res, err
 	}
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "no error returned"
+	}
+	return s
 }
 
 func newRecord(req mcp.Request) (Record, bool) {

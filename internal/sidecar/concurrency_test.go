@@ -141,41 +141,60 @@ func postWith(t *testing.T, c *http.Client, baseURL, body string) (int, string) 
 	return resp.StatusCode, string(b)
 }
 
-// TestGracefulShutdown: cancelling Serve lets an in-flight upstream call
-// finish, records it, and leaves a complete, closed audit log.
-func TestGracefulShutdown(t *testing.T) {
-	fake, upURL := startFake(t, learnfake.Options{Delay: 400 * time.Millisecond})
+// TestShutdownInterruptsCall: cancelling Serve mid-call cancels the
+// upstream request at once instead of waiting for its answer, and the
+// audit holds the call's start line and an interrupted end line, in a
+// complete, closed log.
+func TestShutdownInterruptsCall(t *testing.T) {
+	fake, upURL := startFake(t, learnfake.Options{Delay: 30 * time.Second})
 	ts := startSidecar(t, Config{UpstreamURL: upURL})
 	cs := connect(t, ts.URL, "")
-	type outcome struct {
-		text  string
-		isErr bool
-		err   error
-	}
-	done := make(chan outcome, 1)
+	done := make(chan error, 1)
 	go func() {
-		res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: learn.ToolDocsSearch, Arguments: map[string]any{"query": "q"}})
-		if err != nil {
-			done <- outcome{err: err}
-			return
-		}
-		done <- outcome{text: resultText(res), isErr: res.IsError}
+		_, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: learn.ToolDocsSearch, Arguments: map[string]any{"query": "q"}})
+		done <- err
 	}()
 	for len(fake.Calls()) == 0 {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if err := ts.stop(); err != nil { // blocks until the in-flight call is done
+	began := time.Now()
+	if err := ts.stop(); err != nil {
 		t.Fatal(err)
 	}
-	o := <-done
-	if o.err != nil || o.isErr || !strings.Contains(o.text, "IHttpClientFactory") {
-		t.Fatalf("in-flight call = %+v, want it to complete", o)
+	if took := time.Since(began); took > DefaultShutdownWait+time.Second {
+		t.Errorf("shutdown took %v with a call in flight, want under %v", took, DefaultShutdownWait+time.Second)
 	}
-	recs := readAudit(t, ts.AuditPath)
-	if len(recs) != 1 || !recs[0].OK || recs[0].Name != learn.ToolDocsSearch {
-		t.Fatalf("audit = %+v, want the in-flight call recorded", recs)
+	<-done
+	recs := readAuditAll(t, ts.AuditPath)
+	if len(recs) != 2 || recs[0].Kind != KindCallStart || recs[1].Kind != KindToolCall {
+		t.Fatalf("audit = %+v, want a call_start line and its end line", recs)
+	}
+	start, end := recs[0], recs[1]
+	if start.Name != learn.ToolDocsSearch || start.Server != learnServer || string(start.Arguments) != `{"query":"q"}` {
+		t.Errorf("start line = %+v, want the call's name, server and arguments", start)
+	}
+	if end.OK || !end.Interrupted || !strings.HasPrefix(end.Error, ErrorInterrupted+":") || end.CorrelationID != start.CorrelationID {
+		t.Errorf("end line = %+v, want ok false, interrupted, error %q..., correlation id %s", end, ErrorInterrupted, start.CorrelationID)
 	}
 	if _, err := http.Get(ts.URL + HealthPath); err == nil {
 		t.Errorf("the sidecar still answers after shutdown")
+	}
+}
+
+// TestShutdownCompletedCallNotInterrupted: a call that ended before
+// shutdown keeps its ordinary end line.
+func TestShutdownCompletedCallNotInterrupted(t *testing.T) {
+	_, upURL := startFake(t, learnfake.Options{})
+	ts := startSidecar(t, Config{UpstreamURL: upURL})
+	cs := connect(t, ts.URL, "")
+	if text, isErr := callText(t, cs, learn.ToolDocsSearch, map[string]any{"query": "q"}); isErr {
+		t.Fatalf("call failed: %s", text)
+	}
+	if err := ts.stop(); err != nil {
+		t.Fatal(err)
+	}
+	recs := readAuditAll(t, ts.AuditPath)
+	if len(recs) != 2 || !recs[1].OK || recs[1].Interrupted {
+		t.Fatalf("audit = %+v, want a start line and an ok end line", recs)
 	}
 }

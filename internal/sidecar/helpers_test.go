@@ -104,8 +104,47 @@ func (h *headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-// readAudit parses every line of the audit log, failing on an invalid line.
+// readAudit parses every line of the audit log, failing on an invalid line,
+// and returns the records other than the call_start lines (each checked to
+// come before its call's end line, see readAuditAll).
 func readAudit(t *testing.T, path string) []Record {
+	t.Helper()
+	var out []Record
+	for _, r := range readAuditAll(t, path) {
+		if r.Kind != KindCallStart {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// readAuditAll parses every line of the audit log, failing on an invalid
+// line or on a call_start whose end line (same correlation id and name)
+// does not follow it. (A tools/call the HTTP front refused before dispatch
+// has an end line only: it never ran.)
+func readAuditAll(t *testing.T, path string) []Record {
+	t.Helper()
+	recs := readAuditLines(t, path)
+	started := map[string]string{}
+	for i, r := range recs {
+		switch r.Kind {
+		case KindCallStart:
+			started[r.CorrelationID] = r.Name
+		case KindToolCall:
+			if name, ok := started[r.CorrelationID]; ok && name != r.Name {
+				t.Fatalf("audit line %d: tools/call %s ends a call started as %s (correlation id %s)", i+1, r.Name, name, r.CorrelationID)
+			}
+			delete(started, r.CorrelationID)
+		}
+	}
+	for id, name := range started {
+		t.Fatalf("audit: call_start of %s (correlation id %s) has no end line", name, id)
+	}
+	return recs
+}
+
+// readAuditLines parses every line of the audit log.
+func readAuditLines(t *testing.T, path string) []Record {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -132,6 +171,9 @@ func decodeRecord(t *testing.T, n int, line []byte) Record {
 		t.Fatalf("audit line %d is not JSON: %v: %s", n, err, line)
 	}
 	want := []string{"time", "session_id", "kind", "name", "arguments", "ok", "error", "duration_ms", "result_preview", "correlation_id", "server"}
+	if _, ok := fields["interrupted"]; ok {
+		want = append(want, "interrupted") // only on an interrupted end line
+	}
 	if len(fields) != len(want) {
 		t.Fatalf("audit line %d has %d fields, want %d: %s", n, len(fields), len(want), line)
 	}

@@ -79,9 +79,17 @@ func TestLocalSurfaceInMemory(t *testing.T) {
 			}
 		})
 	}
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != len(tests) {
-		t.Fatalf("audit has %d lines, want %d:\n%s", len(lines), len(tests), buf.String())
+	var lines []string
+	starts := 0
+	for i, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if decodeRecord(t, i+1, []byte(l)).Kind == KindCallStart {
+			starts++ // one before each tools/call
+			continue
+		}
+		lines = append(lines, l)
+	}
+	if len(lines) != len(tests) || starts != 2 {
+		t.Fatalf("audit has %d end lines and %d call_start lines, want %d and 2:\n%s", len(lines), starts, len(tests), buf.String())
 	}
 	oks := []bool{true, true, false, false}
 	for i, l := range lines {

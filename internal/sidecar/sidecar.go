@@ -41,7 +41,11 @@
 //
 // Audit (mcp-sidecar-tool-calls.jsonl, see [Record]): kinds "tools/call" and
 // "resources/read", plus "invalid_request" for a body refused before its
-// method could be read (unparsable or oversized). session_id is the id of
+// method could be read (unparsable or oversized). A tools/call writes a
+// "call_start" line first, before anything is sent upstream, and its
+// "tools/call" line when it ends; on shutdown the calls in flight are
+// cancelled and their end lines say interrupted (inflight.go), so a start
+// without an end means the process died mid-call. session_id is the id of
 // the client's connection ("conn-…"): stateless MCP has no session of its
 // own, and a client-chosen Mcp-Session-Id is not trusted. Limits: request body
 // (Config.MaxBodyBytes), preview (500 characters, secrets redacted),
@@ -124,6 +128,10 @@ type Config struct {
 	// Servers are the declared upstream MCP servers (servers.go). Empty:
 	// the built-in Learn upstream at UpstreamURL, as before.
 	Servers []ServerConfig
+	// ShutdownWait bounds how long shutdown waits, after cancelling the
+	// calls in flight, for them to return (default [DefaultShutdownWait]);
+	// a call still running then gets its interrupted end line anyway.
+	ShutdownWait time.Duration
 	// PinsOut, when set, is where the declared servers' tool definitions
 	// as observed at connect are saved (an mcppin lock).
 	PinsOut string
@@ -165,6 +173,7 @@ type Sidecar struct {
 	up       *upstream
 	handler  http.Handler
 	pending  pendingCalls
+	calls    inflightCalls
 	conns    atomic.Int64
 
 	remotes   []*remote
@@ -228,6 +237,10 @@ func withDefaults(cfg Config) (Config, error) {
 	cfg.MaxBodyBytes = orDefault(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.MaxUpstreamBytes = orDefault(cfg.MaxUpstreamBytes, DefaultMaxUpstreamBytes)
 	cfg.MaxSessions = orDefault(cfg.MaxSessions, DefaultMaxSessions)
+	if cfg.ShutdownWait < 0 {
+		return cfg, errors.New("shutdown wait must not be negative")
+	}
+	cfg.ShutdownWait = orDefault(cfg.ShutdownWait, DefaultShutdownWait)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -280,9 +293,14 @@ func (s *Sidecar) CheckUpstream(ctx context.Context) (map[string]error, error) {
 	return problems, nil
 }
 
-// Serve serves on ln until ctx is cancelled, then shuts down gracefully:
-// it stops accepting, lets in-flight calls finish (they are bounded by the
-// upstream timeout), closes the upstream session and syncs the audit log.
+// Serve serves on ln until ctx is cancelled, then shuts down: it stops
+// accepting, cancels the tools/calls in flight (their upstream requests
+// are abandoned), waits up to Config.ShutdownWait for them to return with
+// their end lines marked interrupted, writes that end line itself for any
+// call still running, closes the upstream sessions and syncs the audit
+// log. The threat: a call left running past the harness's stop grace
+// would be killed with the process and leave a start line only; waiting
+// for it to be answered could take the whole upstream timeout.
 func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.handler,
@@ -306,9 +324,17 @@ func (s *Sidecar) Serve(ctx context.Context, ln net.Listener) error {
 	select {
 	case serveErr = <-errc:
 	case <-ctx.Done():
-		grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.UpstreamTimeout+5*time.Second)
+		s.calls.stop()
+		grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.ShutdownWait)
 		serveErr = srv.Shutdown(grace)
 		cancel()
+		if errors.Is(serveErr, context.DeadlineExceeded) {
+			serveErr = nil // the calls still running are recorded next
+			_ = srv.Close()
+		}
+	}
+	if n := s.calls.abandon(s.audit, time.Now()); n > 0 {
+		s.log.Warn("calls still running at shutdown recorded as interrupted", "calls", n)
 	}
 	s.up.close()
 	for _, r := range s.remotes {
