@@ -268,7 +268,8 @@ KUBECONFIG_ADMIN=$STATE/kubeconfig
 CTR_SOCK=$STATE/containerd/containerd.sock
 COMPONENTS=(etcd kube-apiserver containerd kube-controller-manager kube-scheduler kubelet)
 
-ctr_() { ctr --address "$CTR_SOCK" --namespace k8s.io "$@"; }
+# ctr_ talks to our containerd, never Docker's; bounded so a hung containerd cannot hang down.
+ctr_() { timeout 60 ctr --address "$CTR_SOCK" --namespace k8s.io "$@"; }
 # ctr_up: our containerd answers (checked for the socket first: ctr waits ~20 s on a missing one)
 ctr_up() { [[ -S $CTR_SOCK ]] && timeout 10 ctr --address "$CTR_SOCK" version >/dev/null 2>&1; }
 kc() { kubectl --kubeconfig "$KUBECONFIG_ADMIN" --cache-dir "$STATE/kubectl-cache" "$@"; }
