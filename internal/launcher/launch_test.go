@@ -62,12 +62,19 @@ func noexecEnv(work string) []string {
 	return []string{envTestAssumeNoexec + "=1"}
 }
 
+// allNoexec is a mount table of one noexec,nosuid,nodev root: every path
+// passes the mount walk (for tests that stand in for statfs too).
+func allNoexec() (string, error) {
+	return "1 0 0:1 / / rw,noexec,nosuid,nodev - tmpfs none rw\n", nil
+}
+
 func TestMain(m *testing.M) {
 	if os.Getenv(envTestLaunch) == "1" {
 		i := slices.Index(os.Args, "--")
 		o := Options{Argv: os.Args[i+1:], Environ: os.Environ(), Stderr: os.Stderr, ReportDir: os.Getenv("LAUNCHER_TEST_REPORT")}
 		if os.Getenv(envTestAssumeNoexec) == "1" {
 			o.checkNoexec = func(string) error { return nil } // see workDir
+			o.mountinfo = allNoexec
 		}
 		err := Launch(o)
 		var ee *ExitError
@@ -443,7 +450,7 @@ func TestLaunchFailsClosed(t *testing.T) {
 	unavailable := func(p harden.Policy) (harden.Report, error) {
 		return harden.Report{Role: p.Role}, &harden.UnavailableError{Layer: harden.LayerLandlockFS, Reason: "test kernel without Landlock"}
 	}
-	err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{}, Apply: unavailable, checkNoexec: func(string) error { return nil }})
+	err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{}, Apply: unavailable, checkNoexec: func(string) error { return nil }, mountinfo: allNoexec})
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != ExitUnavailable || !strings.Contains(err.Error(), "landlock-fs") {
 		t.Fatalf("Launch = %v, want exit %d naming the layer", err, ExitUnavailable)
@@ -492,7 +499,7 @@ func TestLaunchRefusesExecWritable(t *testing.T) {
 		t.Fatal("hardening applied despite an exec writable path")
 		return harden.Report{}, nil
 	}
-	err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{}, Apply: noApply, checkNoexec: execOnly})
+	err := Launch(Options{Argv: []string{"/bin/true"}, Environ: env, Stderr: &bytes.Buffer{}, Apply: noApply, checkNoexec: execOnly, mountinfo: allNoexec})
 	var ee *ExitError
 	if !errors.As(err, &ee) || ee.Code != ExitUnavailable || !strings.Contains(err.Error(), work) || !strings.Contains(err.Error(), "cannot enforce") {
 		t.Fatalf("Launch = %v, want exit %d naming %s", err, ExitUnavailable, work)
@@ -503,7 +510,7 @@ func TestLaunchRefusesExecWritable(t *testing.T) {
 	stop := errors.New("stop here")
 	var stderr bytes.Buffer
 	accepted := append(slices.Clone(env), EnvExecAccepted+"="+work)
-	err = Launch(Options{Argv: []string{"/bin/true"}, Environ: accepted, Stderr: &stderr, ReportDir: work, checkNoexec: execOnly,
+	err = Launch(Options{Argv: []string{"/bin/true"}, Environ: accepted, Stderr: &stderr, ReportDir: work, checkNoexec: execOnly, mountinfo: allNoexec,
 		Apply: func(p harden.Policy) (harden.Report, error) {
 			return harden.Report{Schema: harden.ReportSchema, Role: p.Role}, stop
 		}})
@@ -515,7 +522,7 @@ func TestLaunchRefusesExecWritable(t *testing.T) {
 	}
 	// Only that path: another exec path still stops the launch.
 	err = Launch(Options{Argv: []string{"/bin/true"}, Environ: append(slices.Clone(env), EnvExecAccepted+"=/elsewhere"), Stderr: &bytes.Buffer{},
-		Apply: noApply, checkNoexec: execOnly})
+		Apply: noApply, checkNoexec: execOnly, mountinfo: allNoexec})
 	if !errors.As(err, &ee) || ee.Code != ExitUnavailable {
 		t.Fatalf("Launch accepting another path = %v, want exit %d", err, ExitUnavailable)
 	}

@@ -15,9 +15,12 @@
 // execve after the first, so not even those can start again. With
 // shell_access anything in the image's read-only tree may run, never a file
 // the workload wrote. Before anything runs, every writable directory must
-// be on a noexec mount (statfs): Landlock's execute right does not see
-// mmap, so only the mount keeps a library the workload writes from being
-// mapped executable (internal/noexec makes the output directory so).
+// be on a noexec mount (statfs), and every mount the workload can write
+// through (from /proc/self/mountinfo: the one holding each writable path
+// and every one at or below it, such as an image VOLUME) noexec, nosuid
+// and nodev: Landlock's execute right does not see mmap, so only the
+// mount keeps a library the workload writes from being mapped executable
+// (internal/noexec makes the output directory so).
 package launcher
 
 import (

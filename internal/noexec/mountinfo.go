@@ -17,6 +17,28 @@ type mountEntry struct {
 
 func (m mountEntry) has(opt string) bool { return slices.Contains(m.opts, opt) }
 
+// MountPoint is one mount of a mountinfo table: where it is mounted and
+// its per-mount options (rw or ro, noexec, nosuid, nodev, ...).
+type MountPoint struct {
+	Point   string
+	Options []string
+}
+
+// ParseMountinfo reads a /proc/PID/mountinfo table (proc(5)), in order:
+// a later mount at the same point is on top. The launcher checks its own
+// with it.
+func ParseMountinfo(data string) ([]MountPoint, error) {
+	ms, err := parseMountinfo(data)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]MountPoint, len(ms))
+	for i, m := range ms {
+		out[i] = MountPoint{Point: m.point, Options: m.opts}
+	}
+	return out, nil
+}
+
 func readMountinfo(path string) ([]mountEntry, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
