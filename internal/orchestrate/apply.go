@@ -74,9 +74,7 @@ type Container struct {
 	StartedAhead bool
 	peak         func() uint64
 	wait         <-chan dockerx.WaitResult
-	// starting is closed once a start made ahead has returned, with
-	// startErr its error.
-	starting chan struct{}
+	// startErr is how a start made ahead went.
 	startErr error
 	// inspected: Pid and IPs are from an inspect of the running container.
 	inspected bool
@@ -151,12 +149,12 @@ func (p Plan) Phases() []string {
 // waits for its exit. It stops at the first failure, or when ctx ends
 // (then returning ctx's error).
 //
-// What does not depend on that order is done earlier, together: the first
-// service's phase creates every container whose peers' addresses are
-// known (all of them when the internal network has a subnet: each
-// container has a fixed address there, see [Session.CreateNetworks]),
-// and starts each later service that is held (Step.Hold) while the first
-// one is becoming ready. The order that matters is kept: a held service
+// What does not depend on that order is done earlier, together: while the
+// first service is created, started and becoming ready, its phase creates
+// every other container whose peers' addresses are known (all of them
+// when the internal network has a subnet: each container has a fixed
+// address there, see [Session.CreateNetworks]), and starts each later
+// service that is held (Step.Hold) as soon as it is created. The order that matters is kept: a held service
 // does nothing before its release, and it is released in its own phase,
 // once every service before it is ready; the workload is started only
 // after every service is ready, never ahead.
@@ -173,9 +171,6 @@ func (s *Session) Apply(ctx context.Context, h Hooks) error {
 		name string
 		run  func() error
 	}
-	// A start made ahead has returned before Apply does: the caller then
-	// reads and stops what it left.
-	defer s.joinStarts()
 	phases := []phase{{PhaseNetworks, func() error { return s.CreateNetworks(ctx) }}}
 	first := true
 	for i, st := range s.Plan.Containers {
@@ -183,11 +178,13 @@ func (s *Session) Apply(ctx context.Context, h Hooks) error {
 			ahead := first
 			first = false
 			phases = append(phases, phase{st.Role, func() error {
-				if ahead {
-					s.createAhead(ctx)
-					s.startHeldAhead(ctx, st.Role, h.ReadyTimeout)
+				if !ahead {
+					return s.StartService(ctx, st.Role, h.ReadyTimeout)
 				}
-				return s.StartService(ctx, st.Role, h.ReadyTimeout)
+				join := s.createAhead(ctx, st.Role, h.ReadyTimeout)
+				err := s.StartService(ctx, st.Role, h.ReadyTimeout)
+				join()
+				return err
 			}})
 			continue
 		}
@@ -385,11 +382,27 @@ func (s *Session) create(ctx context.Context, st Step) (*Container, error) {
 // start. The container it returns is to be recorded even with an error
 // (connecting a second network failed), so teardown removes it.
 func (s *Session) newContainer(ctx context.Context, st Step) (*Container, error) {
-	hosts, err := s.hostEntries(st)
+	st, err := s.withHosts(st)
 	if err != nil {
 		return nil, err
 	}
+	return s.createPrepared(ctx, st)
+}
+
+// withHosts returns st with its host entries added to its spec.
+func (s *Session) withHosts(st Step) (Step, error) {
+	hosts, err := s.hostEntries(st)
+	if err != nil {
+		return st, err
+	}
 	st.Spec.ExtraHosts = append(slices.Clone(st.Spec.ExtraHosts), hosts...)
+	return st, nil
+}
+
+// createPrepared is newContainer for a step whose host entries are in its
+// spec already; it reads nothing of the session, so it may run beside
+// other work.
+func (s *Session) createPrepared(ctx context.Context, st Step) (*Container, error) {
 	id, err := s.Engine.CreateContainer(ctx, st.Spec)
 	if id == "" {
 		return nil, err
@@ -401,21 +414,39 @@ func (s *Session) newContainer(ctx context.Context, st Step) (*Container, error)
 	return c, err
 }
 
-// createAhead creates, together, every container of the plan not created
-// yet whose host entries are known, and records them in the plan's order
-// (a half-created one too, so teardown removes it). A failure is left to
-// the container's own phase: one that was not created is created there
-// (and fails there), a half-created one fails there with its error.
-func (s *Session) createAhead(ctx context.Context) {
+// createAhead creates in the background, each as soon as the engine
+// takes it, every container after role's in the plan not created yet
+// whose host entries are known, while role's phase creates and starts
+// its own. A held service among them (not the workload) is started as
+// soon as it is created: it waits for its release, which comes in its own
+// phase, so its start (the slowest engine call here) overlaps role's
+// start and readiness; this stops at the first later step that is not
+// such a service, or when the services before it could take longer to
+// become ready than its hold lasts (hold.Timeout). join waits for all of
+// it and records what was created in the plan's order (a half-created
+// container too, so teardown removes it). A failure is left to the
+// container's own phase: one that was not created is created there (and
+// fails there), a half-created one fails there with its error.
+func (s *Session) createAhead(ctx context.Context, role string, readyTimeout time.Duration) (join func()) {
 	var todo []Step
+	var early []bool
+	seen, ahead, before := false, true, 0
 	for _, st := range s.Plan.Containers {
+		if !seen {
+			seen = st.Role == role
+			before++
+			continue
+		}
 		if s.Find(st.Role) != nil {
 			continue
 		}
-		if _, err := s.hostEntries(st); err != nil {
+		st, err := s.withHosts(st)
+		if err != nil {
 			continue // created in its own phase, once its peers run
 		}
-		todo = append(todo, st)
+		ahead = ahead && !st.Workload && st.Hold && time.Duration(before)*readyTimeout <= hold.Timeout/2
+		before++
+		todo, early = append(todo, st), append(early, ahead)
 	}
 	made := make([]*Container, len(todo))
 	errs := make([]error, len(todo))
@@ -424,68 +455,34 @@ func (s *Session) createAhead(ctx context.Context) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			made[i], errs[i] = s.newContainer(ctx, st)
+			c, err := s.createPrepared(ctx, st)
+			if err == nil && early[i] {
+				c.StartedAhead, c.startAsked = true, true
+				c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
+				c.startErr = s.Engine.StartContainer(ctx, c.ID)
+			}
+			made[i], errs[i] = c, err
 		}()
 	}
-	wg.Wait()
-	for i, c := range made {
-		if c != nil {
-			c.createErr = errs[i]
-			s.Containers = append(s.Containers, c)
+	return func() {
+		wg.Wait()
+		for i, c := range made {
+			if c != nil {
+				c.createErr = errs[i]
+				s.Containers = append(s.Containers, c)
+			}
 		}
 	}
 }
 
-// startHeldAhead starts, each in the background, the held services after
-// role (not the workload) that are created: they wait for their release,
-// which comes in their own phase, so their start (the slowest engine call
-// here) overlaps role's start and readiness. A service is not started
-// ahead when the services before it could take longer to become ready
-// than its hold lasts (hold.Timeout).
-func (s *Session) startHeldAhead(ctx context.Context, role string, readyTimeout time.Duration) {
-	before := 0
-	seen := false
-	for _, st := range s.Plan.Containers {
-		if st.Workload {
-			return
-		}
-		if !seen {
-			seen = st.Role == role
-			before++
-			continue
-		}
-		c := s.Find(st.Role)
-		if !st.Hold || c == nil || c.wait == nil || time.Duration(before)*readyTimeout > hold.Timeout/2 {
-			return // the order of the later ones is kept as it is
-		}
-		c.StartedAhead, c.starting, c.startAsked = true, make(chan struct{}), true
-		go func() {
-			defer close(c.starting)
-			c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
-			c.startErr = s.Engine.StartContainer(ctx, c.ID)
-		}()
-		before++
-	}
-}
-
-// start starts c, or waits for its start made ahead.
+// start starts c, or returns how its start made ahead went.
 func (s *Session) start(ctx context.Context, c *Container) error {
-	if c.starting != nil {
-		<-c.starting
+	if c.StartedAhead {
 		return c.startErr
 	}
 	c.peak = s.Engine.PeakMemory(context.WithoutCancel(ctx), c.ID)
 	c.startAsked = true
 	return s.Engine.StartContainer(ctx, c.ID)
-}
-
-// joinStarts waits for every start made ahead.
-func (s *Session) joinStarts() {
-	for _, c := range s.Containers {
-		if c.starting != nil {
-			<-c.starting
-		}
-	}
 }
 
 // existing returns role's container, creating it when it was not created

@@ -605,11 +605,11 @@ func before(t *testing.T, events []string, first, then string) {
 	}
 }
 
-// TestApplyOrderHeld: with holds, every container is created before any
-// starts (each with its planned address, its peers' host entries naming
-// theirs), the sidecar is started while the gateway is becoming ready,
-// released only once it is ready, and the agent started only once the
-// gateway and the sidecar are both ready.
+// TestApplyOrderHeld: with holds, every container is created in the
+// gateway's phase (each with its planned address, its peers' host entries
+// naming theirs), the sidecar is started while the gateway is becoming
+// ready, released only once it is ready, and the agent started only once
+// the gateway and the sidecar are both ready.
 func TestApplyOrderHeld(t *testing.T) {
 	r := newOrderRig(t, true, 3)
 	if err := r.apply(t); err != nil {
@@ -628,7 +628,7 @@ func TestApplyOrderHeld(t *testing.T) {
 	if c := r.s.Find(RoleAgent); c.StartedAhead {
 		t.Errorf("the agent was started ahead")
 	}
-	assertCreatedFirst(t, r.f.Calls)
+	assertCreatedAhead(t, r.f.Calls, "attach id-agent")
 	wantHosts := map[string][]string{"sc": {"egress-gateway:10.213.0.2"}, "agent": {"egress-gateway:10.213.0.2", "mcp-sidecar:10.213.0.3"}}
 	wantIP := map[string]string{"gw": "10.213.0.2", "sc": "10.213.0.3", "agent": "10.213.0.4"}
 	for name, spec := range r.f.Specs {
@@ -646,29 +646,30 @@ func TestApplyOrderHeld(t *testing.T) {
 	}
 }
 
-// assertCreatedFirst: the networks, then every container, before any start.
-func assertCreatedFirst(t *testing.T, calls []string) {
+// assertCreatedAhead: the networks are created before any container, and
+// every container before the call named by, in the first service's
+// phase (the rest created beside the first service's start).
+func assertCreatedAhead(t *testing.T, calls []string, by string) {
 	t.Helper()
-	lastCreate, firstStart, lastNet, firstCreate := -1, len(calls), -1, len(calls)
+	lastNet, firstCreate, lastCreate, creates := -1, len(calls), -1, 0
 	for i, c := range calls {
 		switch verb, _, _ := strings.Cut(c, " "); verb {
 		case "create-network":
 			lastNet = i
 		case "create":
+			creates++
 			lastCreate, firstCreate = i, min(firstCreate, i)
-		case "start":
-			firstStart = min(firstStart, i)
 		}
 	}
-	if lastNet > firstCreate || lastCreate > firstStart {
-		t.Errorf("want networks, then every container created, then starts: %q", calls)
+	if creates != 3 || lastNet > firstCreate || lastCreate > slices.Index(calls, by) {
+		t.Errorf("want the networks, then the three containers created before %q: %q", by, calls)
 	}
 }
 
 // TestApplyOrderUnheld: without holds (an engine that needs none), the
-// containers are still created up front, but each service starts only once
-// the one before it is ready, as the sidecar would otherwise reach for
-// the gateway before it listens.
+// containers are still created in the gateway's phase, but each service
+// starts only once the one before it is ready, as the sidecar would
+// otherwise reach for the gateway before it listens.
 func TestApplyOrderUnheld(t *testing.T) {
 	r := newOrderRig(t, false, 2)
 	if err := r.apply(t); err != nil {
@@ -680,7 +681,7 @@ func TestApplyOrderUnheld(t *testing.T) {
 	if slices.Contains(ev, "release sidecar") || r.s.Find(RoleSidecar).StartedAhead {
 		t.Errorf("an unheld sidecar was released or started ahead: %q", ev)
 	}
-	assertCreatedFirst(t, r.f.Calls)
+	assertCreatedAhead(t, r.f.Calls, "start id-sc") // all in the gateway's phase
 }
 
 // TestApplyGatewayNeverReady: the gateway never gets ready; the sidecar,

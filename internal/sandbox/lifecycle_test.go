@@ -223,9 +223,9 @@ func assertAllRemoved(t *testing.T, f *dockerxtest.Engine) {
 }
 
 // TestLifecyclePhaseOrder: the phases come in the documented order, the
-// plan's from the plan; the engine sees networks, then every container
-// created (together, up front), then each role started in the plan's
-// order, then removal.
+// plan's from the plan; the engine sees the networks, then every
+// container created in the gateway's phase (the others beside the
+// gateway's start), each role started in the plan's order, then removal.
 func TestLifecyclePhaseOrder(t *testing.T) {
 	r := newRig(t, orchestrate.WorkloadCheck)
 	res, err := r.run(context.Background())
@@ -237,7 +237,7 @@ func TestLifecyclePhaseOrder(t *testing.T) {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
 	order := engineOrder(r.f.CallList())
-	wantOrder := []string{"create-network " + "mcpsidecar", "create-network mcpsidecar",
+	wantOrder := []string{"create-network mcpsidecar", "create-network mcpsidecar",
 		"create egress-gateway", "create mcp-sidecar", "create sandbox-agent",
 		"start id-egress-gateway", "start id-mcp-sidecar", "attach id-sandbox-agent", "start id-sandbox-agent"}
 	if diff := cmp.Diff(wantOrder, order); diff != "" {
@@ -264,28 +264,26 @@ func TestLifecyclePhaseOrder(t *testing.T) {
 }
 
 // engineOrder is the creations, starts and attaches among calls, without
-// the run id in the names; the containers are created together, so their
-// creations are sorted.
+// the run id in the names: the network creations, then the container
+// creations (made beside the gateway's start, so sorted and put before
+// it when they all come before the sidecar's start), then the starts and
+// attaches in their order.
 func engineOrder(calls []string) []string {
-	var order []string
+	var nets, creates, rest []string
 	for _, c := range calls {
 		verb, arg, _ := strings.Cut(c, " ")
-		switch verb {
-		case "create-network":
-			order = append(order, "create-network mcpsidecar") // network names carry the run id; only their place matters
-		case "create", "start", "attach":
-			order = append(order, verb+" "+strings.SplitN(arg, "-run-", 2)[0])
+		name := verb + " " + strings.SplitN(arg, "-run-", 2)[0]
+		switch {
+		case verb == "create-network" && len(creates)+len(rest) == 0:
+			nets = append(nets, "create-network mcpsidecar") // network names carry the run id; only their place matters
+		case verb == "create" && !slices.Contains(rest, "start id-mcp-sidecar"):
+			creates = append(creates, name)
+		case verb == "create-network", verb == "create", verb == "start", verb == "attach":
+			rest = append(rest, name)
 		}
 	}
-	first := slices.IndexFunc(order, func(c string) bool { return strings.HasPrefix(c, "create ") })
-	last := first
-	for last >= 0 && last < len(order) && strings.HasPrefix(order[last], "create ") {
-		last++
-	}
-	if first >= 0 {
-		slices.Sort(order[first:last])
-	}
-	return order
+	slices.Sort(creates)
+	return append(append(nets, creates...), rest...)
 }
 
 // TestLifecycleOldEngineOrder: on an engine that needs holds, the sidecar's
