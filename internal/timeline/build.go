@@ -34,6 +34,7 @@ func Build(runDir string) (*Timeline, error) {
 	b := &builder{t: t, r: r}
 	b.readMetadata()
 	b.readLineSources()
+	b.foldCallStarts() // callstart.go
 	b.readExtras()
 	b.readGlance()
 	b.boundTimes()
@@ -164,6 +165,12 @@ func (b *builder) audit(line []byte, n int) error {
 	case "resources/read":
 		e.Kind = KindResourceRead
 		e.Summary = "resource read " + orDash(l.Name)
+	case auditCallStart:
+		// Folded into the call's event by Build (callstart.go).
+		e.Kind = KindCallStart
+		e.Summary = "tool call " + orDash(l.Name) + " started"
+		b.add(e)
+		return nil
 	case "invalid_request":
 		// The sidecar refused a request before its method was known
 		// (unparsable JSON, oversized body): worth a reviewer's eye.
