@@ -22,8 +22,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -90,6 +92,9 @@ type Watcher struct {
 	printed map[string]string
 	// orphans are denials no line has claimed yet.
 	orphans []heldDeny
+	// started are the sidecar's call_start events whose end line has not
+	// been seen, by correlation id; the final flush prints those left.
+	started map[string]timeline.Event
 	lines   int   // progress lines printed
 	errW    error // the first write error; the watcher stops writing
 }
@@ -121,7 +126,7 @@ func New(o Options) *Watcher {
 	if o.Start.IsZero() {
 		o.Start = o.Now()
 	}
-	return &Watcher{o: o, files: map[string]*tail{}, egress: map[string]*tally{}, printed: map[string]string{}}
+	return &Watcher{o: o, files: map[string]*tail{}, egress: map[string]*tally{}, printed: map[string]string{}, started: map[string]timeline.Event{}}
 }
 
 // Watch tails runDir's sources until ctx ends, then reads what is left,
@@ -186,7 +191,12 @@ func (w *Watcher) line(src Source, raw []byte, n int) {
 		w.decision(e, now)
 	case timeline.KindModelRequest:
 		w.hold(e, now, "model", modelText(e))
+	case timeline.KindCallStart:
+		// No line yet: the call's end line says how it went. One that
+		// never comes is printed by the final flush.
+		w.started[e.CorrelationID] = e
 	case timeline.KindToolCall, timeline.KindResourceRead:
+		delete(w.started, e.CorrelationID)
 		w.hold(e, now, "tool", toolText(e))
 	case timeline.KindInvalidRequest:
 		w.hold(e, now, "mcp", clean(e.Summary))
@@ -295,6 +305,9 @@ func (w *Watcher) flush(final bool) {
 		w.print(kind, text)
 	}
 	w.held = keep
+	if final {
+		w.unended()
+	}
 	rest := w.orphans[:0]
 	for _, o := range w.orphans {
 		id := o.e.CorrelationID
@@ -310,6 +323,18 @@ func (w *Watcher) flush(final bool) {
 		}
 	}
 	w.orphans = rest
+}
+
+// unended prints the calls the sidecar's audit shows started with no end
+// line by the final poll: in flight when the workload ended (the final
+// poll comes before the sidecar is stopped; the audit and the timeline
+// say how each ended).
+func (w *Watcher) unended() {
+	starts := slices.SortedFunc(maps.Values(w.started), func(a, b timeline.Event) int { return a.Time.Compare(b.Time) })
+	for _, e := range starts {
+		w.print("tool", clean(orDash(e.Name))+" started, no end line yet: in flight when the run ended")
+	}
+	clear(w.started)
 }
 
 // emit streams one event.

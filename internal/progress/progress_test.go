@@ -333,3 +333,28 @@ func TestLinesAreBounded(t *testing.T) {
 		t.Errorf("%d events, want %d", n, maxLines+500)
 	}
 }
+
+// TestCallStartLines: a call_start prints nothing (its end line does),
+// is streamed as an event, and a call with no end line by the final poll
+// is printed then.
+func TestCallStartLines(t *testing.T) {
+	r := newRun(t)
+	start := `{"time":"2026-12-02T04:00:02Z","kind":"call_start","name":"microsoft_docs_search","ok":true,"correlation_id":"bbbb0000bbbb0000bbbb0000bbbb0000"}`
+	slow := `{"time":"2026-12-02T04:00:03Z","kind":"call_start","name":"fx_echo","ok":true,"correlation_id":"cccc0000cccc0000cccc0000cccc0000"}`
+	r.audit(start + "\n" + toolCall + "\n" + slow + "\n")
+	got := r.settle(time.Second)
+	want := "[tool     ] +  1.1s  microsoft_docs_search ok  230 ms\n"
+	if got != want {
+		t.Fatalf("got  %q\nwant %q", got, want)
+	}
+	r.now = r.now.Add(time.Second)
+	r.w.Poll(r.dir, true)
+	got = r.out.String()[r.seen:]
+	if !strings.Contains(got, "fx_echo started, no end line yet") || strings.Contains(got, "microsoft_docs_search") {
+		t.Errorf("final poll printed %q, want the unended fx_echo call only", got)
+	}
+	ev := r.events()
+	if len(ev) != 3 || ev[0].Kind != timeline.KindCallStart || ev[1].Kind != timeline.KindToolCall || ev[2].Kind != timeline.KindCallStart {
+		t.Errorf("events %+v, want call_start, tool_call, call_start", ev)
+	}
+}
