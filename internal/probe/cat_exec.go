@@ -85,7 +85,8 @@ func execProbes() []Probe {
 			Tool:       func(_ context.Context, e *Env) Result { return runWrittenScript(e) }},
 		{Group: g, ID: "T12", Title: "Load a native library written at run time", Goal: GoalDeny,
 			Threat: "Code execution from writable paths: native code the workload writes, mapped executable in-process (ctypes.CDLL, dlopen) " +
-				"where Landlock's execute right does not look (mmap). Sharpened from the seed's load of the image's own libc, which any " +
+				"where Landlock's execute right does not look (mmap); measured in every writable path and every mount below one (an image " +
+				"VOLUME is one). Sharpened from the seed's load of the image's own libc, which any " +
 				"interpreter does to start: only a library written at run time is judged; anonymous executable memory (JITs, ctypes closures) " +
 				"stays possible by design, inside Landlock and seccomp.",
 			Shell: t12Python("/tmp"),

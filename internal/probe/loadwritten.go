@@ -57,12 +57,37 @@ func loadWritten(e *Env) Result {
 }
 
 // t12Dirs are the declared writable paths, the output and working
-// directories, and extraWritable, each once.
+// directories, extraWritable, and every mount point at or below one of
+// them in /proc/self/mountinfo, each once. Threat: a mount below a
+// writable path that nobody declared (an image VOLUME at /tmp/v, redteam2
+// finding 1) is writable where its parent is, and may be mounted
+// executable where the parent is not; trying the declared paths alone
+// never writes there.
 func t12Dirs(c *Context) []string {
+	base := append(append([]string{c.RuntimeTempDirectory, c.WorkingDirectory, c.OutputDirectory}, c.WritablePaths...), extraWritable...)
+	var ms []mount
+	if data, err := os.ReadFile("/proc/self/mountinfo"); err == nil {
+		ms = parseMountinfo(data)
+	}
+	return withMountsBelow(base, ms)
+}
+
+// withMountsBelow is dirs (without empty ones) followed by each mount
+// point at or below one of them, each once, in order.
+func withMountsBelow(dirs []string, ms []mount) []string {
 	var out []string
-	for _, d := range append(append([]string{c.RuntimeTempDirectory, c.WorkingDirectory, c.OutputDirectory}, c.WritablePaths...), extraWritable...) {
+	add := func(d string) {
 		if d != "" && !slices.Contains(out, d) {
 			out = append(out, d)
+		}
+	}
+	for _, d := range dirs {
+		add(d)
+	}
+	roots := slices.DeleteFunc(slices.Clone(dirs), func(d string) bool { return d == "" })
+	for _, m := range ms {
+		if underAny(m.Point, roots) {
+			add(m.Point)
 		}
 	}
 	return out
