@@ -192,6 +192,13 @@ func writeDecisions(t *testing.T, d *runs.Dir, id string) {
 	if err := d.Write(runs.FileDecisions, buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
+	// The host's record of the sidecar's start (internal/sandbox writes
+	// it as the sidecar starts): its address tells the timeline that the
+	// first decision is the sidecar's, so it may hang from the call.
+	started := []map[string]any{{"role": "sidecar", "ip_addresses": map[string]string{d.ID + "-internal": "172.30.0.3"}, "ok": true}}
+	if err := d.WriteJSON(runs.StartResultsFile("sidecar"), started); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // writeProbeReport writes a one-probe report with the probe's encoder.

@@ -84,10 +84,13 @@ type Watcher struct {
 	// seq numbers the streamed events in the order they were seen.
 	seq   int
 	files map[string]*tail
-	// egress tallies the gateway's decisions per correlation id.
+	// origins tells the sidecar's requests from the workload's; it is
+	// read from the harness's files until the sidecar's address is known.
+	origins timeline.Origins
+	// egress tallies the gateway's decisions per key (see lineKey).
 	egress map[string]*tally
 	// held are lines waiting one grace period for the decisions that
-	// belong to them; printed maps correlation ids to what was printed.
+	// belong to them; printed maps keys to what was printed.
 	held    []heldLine
 	printed map[string]string
 	// orphans are denials no line has claimed yet.
@@ -111,8 +114,9 @@ type heldLine struct {
 }
 
 type heldDeny struct {
-	at time.Time
-	e  timeline.Event
+	at  time.Time
+	e   timeline.Event
+	key string
 }
 
 // New returns a watcher.
@@ -152,6 +156,9 @@ func (w *Watcher) Watch(ctx context.Context, runDir string) {
 func (w *Watcher) Poll(runDir string, final bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !w.origins.SidecarKnown() {
+		w.origins = timeline.ReadOrigins(runDir)
+	}
 	for _, s := range Sources {
 		t := w.files[s.File]
 		if t == nil {
@@ -230,15 +237,46 @@ func (w *Watcher) problem(src Source, n int, msg string) {
 	w.print("problem", where+": "+clean(msg))
 }
 
-// decision counts a gateway decision for its correlation id, and prints a
-// denial no line will carry.
+// lineKey is what a line's egress is tallied under: its correlation id,
+// apart for the sidecar's records, so that a request of the workload's own
+// that carries a tool call's id (the workload chose the traceparent the
+// sidecar adopted) is never counted as the call's. "" without an id.
+func lineKey(e timeline.Event) string {
+	switch {
+	case e.CorrelationID == "":
+		return ""
+	case e.Source == timeline.SourceSidecar:
+		return "s:" + e.CorrelationID
+	}
+	return "a:" + e.CorrelationID
+}
+
+// decision counts a gateway decision under its key (the sidecar's only
+// when the decision provably came from the sidecar), prints a denial no
+// line will carry, and warns about a request of the agent's own that
+// carries a tool call's correlation id.
 func (w *Watcher) decision(e timeline.Event, now time.Time) {
-	id := e.CorrelationID
-	if id != "" {
-		t := w.egress[id]
+	origin := w.origins.Of(&e)
+	key := ""
+	if id := e.CorrelationID; id != "" {
+		key = "a:" + id
+		if origin == timeline.OriginSidecar {
+			key = "s:" + id
+		}
+		if origin == timeline.OriginAgent {
+			if by, ok := w.lineFor("s:" + id); ok {
+				text := fmt.Sprintf("allow %s %s", clean(e.Method), clean(hostPort(e)))
+				if e.Denied() {
+					text = denyText(e)
+				}
+				w.print("egress", text+": the agent's own request, carrying the correlation id of "+by+" (not counted as the call's)")
+				return
+			}
+		}
+		t := w.egress[key]
 		if t == nil {
 			t = &tally{}
-			w.egress[id] = t
+			w.egress[key] = t
 		}
 		if e.Denied() {
 			t.denied++
@@ -252,19 +290,32 @@ func (w *Watcher) decision(e timeline.Event, now time.Time) {
 	if !e.Denied() {
 		return
 	}
-	if by, ok := w.printed[id]; ok && id != "" {
+	if by, ok := w.printed[key]; ok && key != "" {
 		w.print("egress", denyText(e)+" (caused by "+by+")")
 		return
 	}
-	if id != "" && w.isHeld(id) {
+	if key != "" && w.isHeld(key) {
 		return // the held line will carry it
 	}
-	w.orphans = append(w.orphans, heldDeny{at: now, e: e})
+	w.orphans = append(w.orphans, heldDeny{at: now, e: e, key: key})
 }
 
-func (w *Watcher) isHeld(id string) bool {
+// lineFor describes the printed or held line with key.
+func (w *Watcher) lineFor(key string) (string, bool) {
+	if by, ok := w.printed[key]; ok {
+		return by, true
+	}
 	for _, h := range w.held {
-		if h.e.CorrelationID == id {
+		if lineKey(h.e) == key {
+			return describe(h.e), true
+		}
+	}
+	return "", false
+}
+
+func (w *Watcher) isHeld(key string) bool {
+	for _, h := range w.held {
+		if lineKey(h.e) == key {
 			return true
 		}
 	}
@@ -296,11 +347,11 @@ func (w *Watcher) flush(final bool) {
 		if d := durText(h.e.DurationMS); d != "" {
 			text += "  " + d
 		}
-		if id := h.e.CorrelationID; id != "" {
-			if t := w.egress[id]; t != nil {
+		if key := lineKey(h.e); key != "" {
+			if t := w.egress[key]; t != nil {
 				text += "  " + egressText(t)
 			}
-			w.printed[id] = describe(h.e)
+			w.printed[key] = describe(h.e)
 		}
 		w.print(kind, text)
 	}
@@ -310,11 +361,11 @@ func (w *Watcher) flush(final bool) {
 	}
 	rest := w.orphans[:0]
 	for _, o := range w.orphans {
-		id := o.e.CorrelationID
+		key := o.key
 		switch {
-		case id != "" && w.isHeld(id):
+		case key != "" && w.isHeld(key):
 			// claimed by a line still held: it carries the denial
-		case id != "" && w.printed[id] != "":
+		case key != "" && w.printed[key] != "":
 			// claimed by a line printed since: it carried the denial
 		case final || now.Sub(o.at) >= defaultDenyGrace:
 			w.print("egress", denyText(o.e))

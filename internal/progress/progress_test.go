@@ -92,7 +92,7 @@ const (
 	modelTurn = `{"time":"2026-12-02T04:00:01Z","turn":1,"kind":"model_request","model":"gpt-4.1-mini","tools_requested":["microsoft_docs_search"],"correlation_id":"aaaa0000aaaa0000aaaa0000aaaa0000","duration_ms":812,"ok":true}`
 	modelOK   = `{"time":"2026-12-02T04:00:01Z","client":"10.0.0.2:4000","method":"POST","host":"fake-model.e2e.test","port":80,"decision":"allow","rule":"fake-model.e2e.test","correlation_id":"aaaa0000aaaa0000aaaa0000aaaa0000"}`
 	toolCall  = `{"time":"2026-12-02T04:00:02Z","kind":"tools/call","name":"microsoft_docs_search","ok":true,"duration_ms":230,"correlation_id":"bbbb0000bbbb0000bbbb0000bbbb0000"}`
-	toolDeny  = `{"time":"2026-12-02T04:00:02Z","method":"CONNECT","host":"exfil.example","port":443,"decision":"deny","reason":"host exfil.example is not in allowed_domains","correlation_id":"bbbb0000bbbb0000bbbb0000bbbb0000"}`
+	toolDeny  = `{"time":"2026-12-02T04:00:02Z","method":"CONNECT","host":"exfil.example","port":443,"decision":"deny","reason":"host exfil.example is not in allowed_domains","correlation_id":"bbbb0000bbbb0000bbbb0000bbbb0000","scope":"sidecar/learn/microsoft_docs_search"}`
 	loneDeny  = `{"time":"2026-12-02T04:00:03Z","method":"GET","host":"probe.invalid","port":80,"decision":"deny","reason":"host probe.invalid is not in allowed_domains"}`
 )
 
@@ -157,6 +157,39 @@ func TestDenialBeforeItsLineIsCarriedByTheLine(t *testing.T) {
 	got += r.poll(2 * time.Second)
 	if strings.Count(got, "\n") != 1 || !strings.Contains(got, "egress: 1 DENIED (exfil.example:443)") {
 		t.Fatalf("want one line carrying the denial, got %q", got)
+	}
+}
+
+// TestAgentsOwnEgressIsNotTheCalls: a request of the workload's own that
+// carries a tool call's correlation id (it chose the traceparent the
+// sidecar adopted) is not counted as the call's egress but printed as the
+// agent's, with a warning; the sidecar is known by its scope or by the
+// address the harness recorded for it (redteam2 finding 3).
+func TestAgentsOwnEgressIsNotTheCalls(t *testing.T) {
+	const (
+		agentGet  = `{"time":"2026-12-02T04:00:02Z","client":"10.0.0.5:5000","method":"GET","host":"own.example","port":80,"decision":"allow","correlation_id":"bbbb0000bbbb0000bbbb0000bbbb0000","scope":"agent"}`
+		agentDeny = `{"time":"2026-12-02T04:00:02Z","client":"10.0.0.5:5001","method":"CONNECT","host":"denied.invalid","port":443,"decision":"deny","reason":"not allowed","correlation_id":"bbbb0000bbbb0000bbbb0000bbbb0000"}`
+		sideOK    = `{"time":"2026-12-02T04:00:02Z","client":"10.0.0.3:5002","method":"CONNECT","host":"learn.microsoft.com","port":443,"decision":"allow","correlation_id":"bbbb0000bbbb0000bbbb0000bbbb0000"}`
+	)
+	r := newRun(t)
+	started := `[{"role":"sidecar","ip_addresses":{"internal":"10.0.0.3"},"ok":true}]`
+	if err := os.WriteFile(filepath.Join(r.dir, "mcp-sidecar-start-results.json"), []byte(started), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.audit(toolCall + "\n")
+	r.decisions(sideOK + "\n" + agentGet + "\n" + agentDeny + "\n")
+	got := r.settle(time.Second) + r.poll(2*time.Second)
+	for _, want := range []string{
+		"[egress   ] +  1.0s  allow GET own.example:80: the agent's own request, carrying the correlation id of tool microsoft_docs_search (not counted as the call's)\n",
+		"[egress   ] +  1.0s  DENY CONNECT denied.invalid:443: not allowed: the agent's own request, carrying the correlation id of tool microsoft_docs_search (not counted as the call's)\n",
+		"[tool     ] +  1.1s  microsoft_docs_search ok  230 ms  egress: 1 allowed\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("missing %q in\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, "DENIED") {
+		t.Errorf("the agent's denial was counted as the call's:\n%s", got)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // genRun writes a run directory with n audit lines and n decision lines:
@@ -27,6 +29,12 @@ func genRun(tb testing.TB, n int) string {
 		start.Format(time.RFC3339Nano), start.Add(time.Duration(n)*time.Millisecond).Format(time.RFC3339Nano),
 		start.Format(time.RFC3339Nano), n)
 	if err := os.WriteFile(filepath.Join(dir, FileRunMetadata), []byte(meta), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+	// The harness's record of the sidecar's address: the decisions below
+	// come from it, so they hang from its calls.
+	started := `[{"role":"sidecar","ip_addresses":{"bench-internal":"172.30.0.3"},"ok":true}]`
+	if err := os.WriteFile(filepath.Join(dir, runs.StartResultsFile("sidecar")), []byte(started), 0o644); err != nil {
 		tb.Fatal(err)
 	}
 	writeLines(tb, filepath.Join(dir, FileAudit), n, func(i int) any {

@@ -39,7 +39,7 @@ func Build(runDir string) (*Timeline, error) {
 	b.readGlance()
 	b.boundTimes()
 	sortEvents(t.Events)
-	link(t.Events)
+	r.problems = append(r.problems, link(t.Events, ReadOrigins(runDir))...)
 	b.checkClaims()
 	b.finish()
 	t.Problems = r.problems
@@ -207,7 +207,7 @@ func (b *builder) decision(line []byte, n int) error {
 	e := Event{Time: l.Time, DurationMS: l.DurationMS, Source: SourceGateway, Kind: KindEgress,
 		OK: l.Decision == "allow" && l.Error == "", Error: l.Error, CorrelationID: normID(l.CorrelationID), Client: l.Client,
 		Method: l.Method, Host: l.Host, Port: string(l.Port), ResolvedIP: l.ResolvedIP, Decision: l.Decision,
-		Rule: l.Rule, Reason: l.Reason, Credential: l.Credential, BytesUp: l.BytesUp, BytesDown: l.BytesDown, File: FileDecisions, Line: n}
+		Rule: l.Rule, Reason: l.Reason, Credential: l.Credential, Scope: l.Scope, BytesUp: l.BytesUp, BytesDown: l.BytesDown, File: FileDecisions, Line: n}
 	e.Summary = egressSummary(&e)
 	b.add(e)
 	return nil

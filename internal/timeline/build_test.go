@@ -279,7 +279,7 @@ func TestLinkByTimeRefusesAmbiguity(t *testing.T) {
 			}
 			ev = append(ev, Event{Time: at(tt.egress), Kind: KindEgress, Decision: "allow"})
 			sortEvents(ev)
-			link(ev)
+			link(ev, Origins{})
 			var got, want int
 			for _, e := range ev {
 				if e.Kind == KindEgress {
@@ -305,11 +305,11 @@ func TestNearestAnchorSplitsSharedIDs(t *testing.T) {
 	ev := []Event{
 		{Time: at(1000), Kind: KindToolCall, CorrelationID: "a"},
 		{Time: at(5000), Kind: KindToolCall, CorrelationID: "a"},
-		{Time: at(900), Kind: KindEgress, Decision: "allow", CorrelationID: "a"},
-		{Time: at(4800), Kind: KindEgress, Decision: "allow", CorrelationID: "a"},
+		{Time: at(900), Kind: KindEgress, Decision: "allow", CorrelationID: "a", Scope: "sidecar/docs/search"},
+		{Time: at(4800), Kind: KindEgress, Decision: "allow", CorrelationID: "a", Scope: "sidecar/docs/search"},
 	}
 	sortEvents(ev)
-	link(ev)
+	link(ev, Origins{})
 	got := map[time.Time]int{}
 	for _, e := range ev {
 		if e.Kind == KindEgress {
@@ -334,7 +334,7 @@ func TestNoTimeLinkWhenModelRequestsCarryIDs(t *testing.T) {
 		{Time: at(800), Kind: KindEgress, Decision: "allow", Host: "stray.example"},
 	}
 	sortEvents(ev)
-	link(ev)
+	link(ev, Origins{})
 	for _, e := range ev {
 		if e.Host == "stray.example" && e.Parent != 0 {
 			t.Errorf("stray connection linked to %d by %s, want unlinked", e.Parent, e.LinkedBy)

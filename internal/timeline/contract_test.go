@@ -42,7 +42,8 @@ func TestProducersContract(t *testing.T) {
 	var decisions bytes.Buffer
 	dl := egress.NewDecisionLog(&decisions)
 	if err := dl.Record(egress.Decision{Time: start.Add(900 * time.Millisecond), Method: "CONNECT", Host: "learn.microsoft.com",
-		Port: 443, Decision: egress.Allow, Rule: "learn.microsoft.com", CorrelationID: id}); err != nil {
+		Port: 443, Decision: egress.Allow, Rule: "learn.microsoft.com", CorrelationID: id,
+		Scope: egress.Scope{Role: egress.RoleSidecar, Server: "learn", Tool: "microsoft_code_sample_search"}.String()}); err != nil {
 		t.Fatal(err)
 	}
 	writeBytes(t, dir, FileDecisions, decisions.Bytes())

@@ -95,6 +95,13 @@ type Event struct {
 	Credential string `json:"credential,omitempty"`
 	BytesUp    int64  `json:"bytes_up,omitempty"`
 	BytesDown  int64  `json:"bytes_down,omitempty"`
+	// Scope is who the gateway judged the request for ("agent",
+	// "sidecar/<server>/<tool>"), when it had a scope table.
+	Scope string `json:"scope,omitempty"`
+
+	// Warning says what is wrong with the record itself: a request of
+	// the agent's own that carries a tool call's correlation id.
+	Warning string `json:"warning,omitempty"`
 
 	// File and Line say where the event came from in the run directory.
 	File string `json:"file"`

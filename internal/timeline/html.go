@@ -417,7 +417,7 @@ func (t *Timeline) rootRow(e *Event, children []int) rowView {
 }
 
 func (t *Timeline) row(e *Event) rowView {
-	r := rowView{E: e, Rel: relText(t.Started, e.Time), Flagged: !e.OK}
+	r := rowView{E: e, Rel: relText(t.Started, e.Time), Flagged: !e.OK || e.Warning != ""}
 	r.Expected, r.ExpectedWhy = t.ExpectedDenial(e)
 	if e.DurationMS > 0 && e.Kind != KindPhase && !e.Denied() {
 		r.Dur = fmtMS(e.DurationMS)

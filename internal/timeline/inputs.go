@@ -44,6 +44,7 @@ type decisionLine struct {
 	CorrelationID string    `json:"correlation_id"`
 	Error         string    `json:"error"`      // an allowed request that failed upstream
 	Credential    string    `json:"credential"` // "injected" | "refused" on the credential listener
+	Scope         string    `json:"scope"`      // "agent" | "sidecar/<server>/<tool>", with a scope table
 }
 
 // turnLine is one line of agent-turns.jsonl.

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"fmt"
 	"sort"
 	"time"
 )
@@ -30,40 +31,103 @@ const timeWindowSlack = 250 * time.Millisecond
 // anchor nearest in time. Egress without an id hangs from the one model
 // request whose span contains it, if exactly one does and the agent does
 // not stamp its model requests with ids.
-func link(ev []Event) {
+//
+// A gateway decision hangs from a tool call only when o proves the sidecar
+// sent it: the id is the traceparent the client sent, which the workload
+// chooses for the sidecar's call too, so a request of the workload's own
+// can carry a call's id. Such a decision (o says the agent) is not linked
+// to the call but kept as the agent's own, with a warning and a problem
+// naming the call (the attempt is worth recording); one whose origin
+// cannot be proved is not linked to a call either. It returns the
+// problems.
+func link(ev []Event, o Origins) []Problem {
 	groups := map[string][]int{}
 	for i := range ev {
 		if id := ev[i].CorrelationID; id != "" {
 			groups[id] = append(groups[id], i)
 		}
 	}
+	var problems []Problem
 	for _, idx := range groups {
-		linkGroup(ev, idx)
+		problems = append(problems, linkGroup(ev, idx, o)...)
 	}
 	linkByTime(ev)
+	sort.Slice(problems, func(i, j int) bool { return problems[i].Line < problems[j].Line })
+	return problems
 }
 
-func linkGroup(ev []Event, idx []int) {
+// isCall reports whether kind is a record of a tool call or resource read:
+// the sidecar's, or the agent's record of issuing one.
+func isCall(kind string) bool {
+	return kind == KindToolCall || kind == KindResourceRead || kind == KindAgentToolCall
+}
+
+func linkGroup(ev []Event, idx []int, o Origins) []Problem {
 	best := 0
 	for _, i := range idx {
 		best = max(best, anchorRank(ev[i].Kind))
 	}
 	if best == 0 {
-		return
+		return nil
 	}
-	var anchors []int
+	var anchors, models, calls []int
 	for _, i := range idx {
 		if anchorRank(ev[i].Kind) == best {
 			anchors = append(anchors, i)
 		}
+		if ev[i].Kind == KindModelRequest {
+			models = append(models, i)
+		}
+		if isCall(ev[i].Kind) {
+			calls = append(calls, i)
+		}
 	}
+	var problems []Problem
 	for _, i := range idx {
 		if anchorRank(ev[i].Kind) == best {
 			continue
 		}
-		a := nearest(ev, anchors, ev[i].Time)
-		ev[i].Parent, ev[i].LinkedBy = ev[a].Seq, LinkCorrelation
+		e := &ev[i]
+		if e.Kind == KindEgress {
+			if origin := o.Of(e); origin != OriginSidecar {
+				// Not the sidecar's: only the agent's own model request
+				// may own it.
+				if len(models) > 0 {
+					a := nearest(ev, models, e.Time)
+					e.Parent, e.LinkedBy = ev[a].Seq, LinkCorrelation
+				}
+				if origin == OriginAgent && len(calls) > 0 {
+					problems = append(problems, flagReusedID(e, &ev[nearest(ev, calls, e.Time)]))
+				}
+				continue
+			}
+		}
+		a := nearest(ev, anchors, e.Time)
+		e.Parent, e.LinkedBy = ev[a].Seq, LinkCorrelation
 	}
+	return problems
+}
+
+// flagReusedID marks e, a request of the agent's own, as carrying the
+// correlation id of call, and returns the problem that lists it.
+func flagReusedID(e, call *Event) Problem {
+	what := "tool call " + orDash(call.Name)
+	if call.Kind == KindResourceRead {
+		what = "resource read " + orDash(call.Name)
+	}
+	who := "the sidecar's"
+	if call.Kind == KindAgentToolCall {
+		who = "the agent's record of"
+	}
+	e.Warning = fmt.Sprintf("reused correlation id: the agent's own request carries the id of %s %s (event %d); not linked to it", who, what, call.Seq)
+	e.Summary += " [the agent's own request, carrying " + what + "'s correlation id]"
+	scope := e.Scope
+	if scope == "" {
+		scope = "none"
+	}
+	return Problem{File: e.File, Line: e.Line, Message: fmt.Sprintf(
+		"a request from the agent (client %s, scope %s) carries the correlation id %s of %s %s (event %d): the workload tried to file its own egress under a tool call; shown as the agent's own",
+		orDash(e.Client), scope, e.CorrelationID, who, what, call.Seq)}
 }
 
 // nearest returns the anchor (indices in time order) closest in time to t.

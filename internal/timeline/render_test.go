@@ -12,7 +12,7 @@ import (
 )
 
 // runDirs are the recorded runs in testdata/runs.
-var runDirs = []string{"basic", "crash", "probe", "empty", "doctor", "testsandbox", "unreachable", "hostile"}
+var runDirs = []string{"basic", "crash", "probe", "empty", "doctor", "testsandbox", "unreachable", "hostile", "reusedid"}
 
 func TestGoldenJoin(t *testing.T) {
 	for _, name := range runDirs {

@@ -260,7 +260,7 @@ func (p *printer) event(e *Event, prefix text) {
 		line += "  " + p.paint(ansiDim, "["+field(shortID(e.CorrelationID))+"]")
 	}
 	mark := text("   ")
-	if e.Denied() || !e.OK {
+	if e.Denied() || !e.OK || e.Warning != "" {
 		mark = "!! "
 		line = p.paint(ansiRed, line)
 	}
