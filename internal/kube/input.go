@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"net/netip"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -53,7 +54,17 @@ type Input struct {
 	// only once the Services exist, so the client creates them first and
 	// maps the pods second.
 	ServiceIPs map[string]string
+	// HostGatewayIP stands for the Docker host ("host-gateway") when the
+	// spec reaches host.docker.internal:PORT: on Kubernetes there is no
+	// such host, so the caller names the address that plays its part
+	// (a node, a service of the cluster). A plan that needs it without
+	// one is refused. The gateway's NetworkPolicy opens it on the
+	// gateway's ports.
+	HostGatewayIP string
 }
+
+// hostGateway is Docker's name for the host's address in extra hosts.
+const hostGateway = "host-gateway"
 
 func (in Input) validate() error {
 	switch {
@@ -69,6 +80,11 @@ func (in Input) validate() error {
 	for _, st := range in.Plan.Containers {
 		if _, ok := in.Profile.Containers[st.Role]; !ok {
 			return fmt.Errorf("mapping run %s to Kubernetes: role %s is in the plan but not in the profile", in.Plan.RunID, st.Role)
+		}
+	}
+	if in.HostGatewayIP != "" {
+		if ip, err := netip.ParseAddr(in.HostGatewayIP); err != nil || ip.IsUnspecified() || ip.Zone() != "" {
+			return fmt.Errorf("mapping run %s to Kubernetes: host gateway address %q is not one address", in.Plan.RunID, in.HostGatewayIP)
 		}
 	}
 	name := in.NamespaceName()

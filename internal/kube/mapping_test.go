@@ -21,6 +21,8 @@ const (
 	testLauncher = "/.mcpsidecar/mcpsidecar" // sandbox.LauncherPath
 	sidecarIP    = "10.96.0.10"
 	gatewayIP    = "10.96.0.11"
+	// hostGatewayIP stands for the Docker host in the ports spec.
+	hostGatewayIP = "10.0.0.1"
 )
 
 func loadSpec(t *testing.T, name string) *spec.Spec {
@@ -67,10 +69,14 @@ func input(t *testing.T, specName string, w orchestrate.Workload) Input {
 	if s.Workload != nil {
 		own(&plan, s.Workload)
 	}
-	return Input{
+	in := Input{
 		Plan: plan, Profile: p, RuntimeImage: ourImage, Token: "a1b2c3", LauncherPath: testLauncher,
 		ServiceIPs: map[string]string{spec.SidecarAlias: sidecarIP, spec.GatewayAlias: gatewayIP},
 	}
+	if specName == "ports" { // host.docker.internal:11434
+		in.HostGatewayIP = hostGatewayIP
+	}
+	return in
 }
 
 // own makes the agent step run a user's workload the way the lifecycle
@@ -245,6 +251,10 @@ func TestMappingRejects(t *testing.T) {
 		{"host path mount", func(in *Input) {
 			agent(in).Mounts = append(agent(in).Mounts, dockerx.Mount{Source: "/etc", Target: "/host-etc", ReadOnly: true})
 		}, "host path /etc at /host-etc has no Kubernetes mapping"},
+		{"host gateway without address", func(in *Input) {
+			agent(in).ExtraHosts = append(agent(in).ExtraHosts, "host.docker.internal:host-gateway")
+		}, "has no Kubernetes counterpart"},
+		{"bad host gateway address", func(in *Input) { in.HostGatewayIP = "node-1" }, `host gateway address "node-1"`},
 		{"tmpfs without size", func(in *Input) { agent(in).Tmpfs = map[string]string{"/tmp": "rw,noexec"} }, "no size"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

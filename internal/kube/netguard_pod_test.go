@@ -129,9 +129,14 @@ func TestNetguardInPod(t *testing.T) {
 	// Gateway and sidecar (stand-ins serving their ports), mapped with
 	// placeholder service addresses: their own host aliases are not used.
 	in.ServiceIPs = map[string]string{spec.GatewayAlias: "192.0.2.1", spec.SidecarAlias: "192.0.2.2"}
-	pods, _, err := Pods(in)
+	pods, secrets, err := Pods(in)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, s := range secrets {
+		if _, err := c.cs.CoreV1().Secrets(ns).Create(ctx, s, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	ips := map[string]string{}
 	adjust := dropUnsafeSysctls(t, standIn(t, testImage()))

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
@@ -26,15 +28,21 @@ var (
 )
 
 // nonPublic are the ranges the gateway refuses unless allowed_ip_addresses
-// names them (internal/netpolicy's classification): the NetworkPolicy
-// leaves them out of "public", so a cluster that enforces policies refuses
-// them too (IPv4-mapped IPv6, ::ffff:0:0/96, cannot be written in an
-// ipBlock; such an address is the IPv4 one, covered above). The threat: the gateway reaching the cluster's own services,
-// nodes and the cloud metadata address.
-var nonPublic = map[string][]string{
-	"0.0.0.0/0": {"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-		"172.16.0.0/12", "192.0.0.0/24", "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/4", "240.0.0.0/4"},
-	"::/0": {"::/128", "::1/128", "64:ff9b::/96", "100::/64", "2001:db8::/32", "2002::/16", "fc00::/7", "fe80::/10", "ff00::/8"},
+// names them (netpolicy.NonPublicPrefixes, the Squid engine's deny list
+// too), as ipBlock exceptions of cidr: the NetworkPolicy leaves them out
+// of "public", so a cluster that enforces policies refuses them too. The
+// threat: the gateway reaching the cluster's own services, nodes and the
+// cloud metadata address. IPv4-mapped IPv6 cannot be written in an
+// ipBlock; such an address is the IPv4 one, covered by the IPv4 block.
+func nonPublic(cidr netip.Prefix) []string {
+	var out []string
+	for _, p := range netpolicy.NonPublicPrefixes() {
+		if p.Addr().Is4() != cidr.Addr().Is4() || p.Addr().Is4In6() || p == cidr {
+			continue
+		}
+		out = append(out, p.String())
+	}
+	return out
 }
 
 // edge is one connection the plan allows: From reaches To (by its alias
@@ -203,14 +211,42 @@ func (in Input) outside(role string) []networkingv1.NetworkPolicyEgressRule {
 	}
 	var peers []networkingv1.NetworkPolicyPeer
 	for _, cidr := range []string{"0.0.0.0/0", "::/0"} {
-		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr, Except: nonPublic[cidr]}})
+		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr, Except: nonPublic(netip.MustParsePrefix(cidr))}})
 	}
-	if in.Profile.Gateway != nil {
-		for _, cidr := range in.Profile.Gateway.AllowedIPs {
-			peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: cidr}})
+	if in.HostGatewayIP != "" {
+		ip := netip.MustParseAddr(in.HostGatewayIP) // checked by validate
+		peers = append(peers, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: netip.PrefixFrom(ip, ip.BitLen()).String()}})
+	}
+	out = append(out, networkingv1.NetworkPolicyEgressRule{To: peers, Ports: tcpPorts(public)})
+	return append(out, in.allowedIPs()...)
+}
+
+// allowedIPs are the allowed_ip_addresses entries: a network or address
+// without a port on the gateway's default ports, an address with a port
+// on that port alone (as the gateway itself allows them).
+func (in Input) allowedIPs() []networkingv1.NetworkPolicyEgressRule {
+	if in.Profile.Gateway == nil {
+		return nil
+	}
+	var out []networkingv1.NetworkPolicyEgressRule
+	var plain []networkingv1.NetworkPolicyPeer
+	for _, e := range in.Profile.Gateway.AllowedIPs {
+		r, err := netpolicy.ParseIPRule(e)
+		if err != nil {
+			continue // the profile holds only entries that parsed
 		}
+		peer := networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: r.Prefix.String()}}
+		if r.Port == 0 {
+			plain = append(plain, peer)
+			continue
+		}
+		out = append(out, networkingv1.NetworkPolicyEgressRule{To: []networkingv1.NetworkPolicyPeer{peer}, Ports: tcpPorts([]int32{int32(r.Port)})})
 	}
-	return append(out, networkingv1.NetworkPolicyEgressRule{To: peers, Ports: tcpPorts(public)})
+	if len(plain) > 0 {
+		def := ports(append(slices.Clone(in.Profile.Gateway.HTTPPorts), in.Profile.Gateway.ConnectPorts...))
+		out = append([]networkingv1.NetworkPolicyEgressRule{{To: plain, Ports: tcpPorts(def)}}, out...)
+	}
+	return out
 }
 
 func tcpPorts(p []int32) []networkingv1.NetworkPolicyPort {

@@ -272,6 +272,12 @@ func (in Input) hostAliases(st orchestrate.Step) ([]corev1.HostAlias, error) {
 		if !ok {
 			return nil, fmt.Errorf("extra host %q: want name:address", h)
 		}
+		if ip == hostGateway {
+			if in.HostGatewayIP == "" {
+				return nil, fmt.Errorf("extra host %q: the spec reaches the Docker host (%s), which has no Kubernetes counterpart: name the address that stands for it (Input.HostGatewayIP)", h, name)
+			}
+			ip = in.HostGatewayIP
+		}
 		add(ip, name)
 	}
 	for _, h := range st.Hosts {
