@@ -219,16 +219,3 @@ func TestServerTokenRequired(t *testing.T) {
 		t.Error("the fake refused nothing")
 	}
 }
-
-func TestURLArgNames(t *testing.T) {
-	schema := map[string]any{"type": "object", "properties": map[string]any{
-		"page": map[string]any{"type": "string", "format": "uri"}, "url": map[string]any{"type": "string"},
-		"callback_url": map[string]any{"type": "string"}, "imageUrl": map[string]any{"type": "string"},
-		"query": map[string]any{"type": "string"}, "curl": map[string]any{"type": "string"},
-	}}
-	got := urlArgNames(schema)
-	slices.Sort(got)
-	if want := []string{"callback_url", "imageUrl", "page", "url"}; !slices.Equal(got, want) {
-		t.Errorf("got %v, want %v", got, want)
-	}
-}
