@@ -72,6 +72,9 @@ type Container struct {
 	// StartedAhead: the container was started (held) while an earlier
 	// service was becoming ready; see [Session.Apply].
 	StartedAhead bool
+	// KilledAtStop: [Session.Stop] killed it after [StopGrace]; its last
+	// records may be missing.
+	KilledAtStop bool
 	peak         func() uint64
 	wait         <-chan dockerx.WaitResult
 	// startErr is how a start made ahead went.
@@ -913,10 +916,26 @@ func (s *Session) stop(ctx context.Context, c *Container) {
 	case r := <-c.wait:
 		code := r.ExitCode
 		c.ExitCode = &code
-	case <-time.After(5 * time.Second):
-		_ = s.Engine.KillContainer(ctx, c.ID, "KILL")
+		return
+	case <-time.After(StopGrace):
+	}
+	c.KilledAtStop = true
+	_ = s.Engine.KillContainer(ctx, c.ID, "KILL")
+	select {
+	case r := <-c.wait:
+		code := r.ExitCode
+		c.ExitCode = &code
+	case <-time.After(2 * time.Second):
 	}
 }
+
+// StopGrace is how long [Session.Stop] waits for a service to exit after
+// SIGTERM before it kills it. The roles' own shutdown waits
+// (egress.DefaultShutdownWait, sidecar.DefaultShutdownWait) are kept well
+// below it, so a role stopped with a request in flight cancels it and
+// records it as interrupted before the kill could cut its record short
+// (a contract test keeps them in step).
+const StopGrace = 5 * time.Second
 
 // Teardown removes every container the session created, then every
 // network. The containers are removed together, then the networks together

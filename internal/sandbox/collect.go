@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
@@ -147,6 +148,7 @@ func (j *job) verdict(runErr error) error {
 			roles = append(roles, st.Role)
 		}
 		v.Checks = append(v.Checks, outputCapChecks(j.capOver, roles)...)
+		v.Checks = append(v.Checks, j.teardownChecks()...)
 	}
 	if j.o.Checks != nil {
 		v.Checks = append(v.Checks, j.o.Checks(j.dir.Path, &j.meta)...)
@@ -214,4 +216,35 @@ func (j *job) probeContext() *probe.Context {
 		c.SpecVariables = append(c.SpecVariables, v.Name)
 	}
 	return c
+}
+
+// teardownChecks: the record is complete even when the run ended under a
+// call in flight. No role was killed at the stop (its last lines could be
+// lost; skipped with --keep, where nothing is stopped), and every gateway
+// request made for a sidecar tool call has its call in the audit.
+func (j *job) teardownChecks() []runs.Check {
+	var out []runs.Check
+	if !j.o.Keep {
+		codes := map[string]*int{}
+		for _, c := range j.sess.Containers {
+			if c.Step.Workload || (c.Pid == 0 && c.ExitCode == nil && !c.KilledAtStop) {
+				continue // the workload, or a service never started
+			}
+			code := c.ExitCode
+			if c.KilledAtStop {
+				killed := 128 + 9
+				code = &killed
+			}
+			codes[c.Step.Role] = code
+		}
+		out = append(out, fromAgentCheck(verdict.RolesStopped(codes)))
+	}
+	if j.agentExit != nil {
+		out = append(out, fromAgentCheck(verdict.SidecarEgress(j.dir.Path)))
+	}
+	return out
+}
+
+func fromAgentCheck(c agent.Check) runs.Check {
+	return runs.Check{Name: c.Name, OK: c.OK, Detail: c.Detail}
 }

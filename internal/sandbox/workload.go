@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // Bring your own workload (issue 16): the agent-role container runs a
@@ -232,9 +233,9 @@ func (j *job) ownVerdict() []runs.Check {
 	return []runs.Check{exit, auditComplete(filepath.Join(j.dir.Path, orchestrate.AuditFile))}
 }
 
-// auditComplete: the sidecar's audit log exists and every line is a whole
-// record (time, kind, name, correlation id): the sidecar closed it
-// cleanly. What the workload asked is not known to us, so completeness is
+// auditComplete: the sidecar's audit log exists, every line is a whole
+// record (time, kind, name, correlation id) and every call_start has its
+// end line (interrupted ones are counted): the sidecar closed it cleanly. What the workload asked is not known to us, so completeness is
 // the sidecar's side; the gateway's decision log records the rest.
 func auditComplete(path string) runs.Check {
 	c := runs.Check{Name: CheckWorkloadAudit}
@@ -271,6 +272,20 @@ func auditComplete(path string) runs.Check {
 	if err := sc.Err(); err != nil {
 		c.Detail = err.Error()
 		return c
+	}
+	// A call_start with no end line: the sidecar was killed with the call
+	// in flight, and the call reached its server with half a record.
+	calls, err := verdict.ReadCalls(path)
+	if err != nil {
+		c.Detail = err.Error()
+		return c
+	}
+	if d := calls.UnendedDetail(); d != "" {
+		c.Detail = d
+		return c
+	}
+	if calls.Interrupted > 0 {
+		kinds["interrupted"] = calls.Interrupted
 	}
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(kinds)) {

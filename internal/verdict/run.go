@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -119,7 +120,8 @@ type auditLine struct {
 }
 
 // checkAuditComplete: each tool call the agent sent to the sidecar (a
-// tool_call turn with a correlation id) has an audit line with that id.
+// tool_call turn with a correlation id) has an audit end line with that
+// id, and every call the audit shows started has its end line.
 func checkAuditComplete(turnsPath string, lines []auditLine, auditErr error) agent.Check {
 	c := agent.Check{Name: CheckAuditComplete}
 	if auditErr != nil {
@@ -131,9 +133,26 @@ func checkAuditComplete(turnsPath string, lines []auditLine, auditErr error) age
 		c.Detail = err.Error()
 		return c
 	}
-	audited := map[string]bool{}
+	// Only end lines count: a call_start alone is a call the sidecar
+	// never finished recording.
+	audited, started := map[string]bool{}, map[string]bool{}
 	for _, l := range lines {
+		if l.Kind == auditKindCallStart {
+			started[l.CorrelationID] = true
+			continue
+		}
 		audited[l.CorrelationID] = true
+	}
+	var unended []string
+	for id := range started {
+		if !audited[id] {
+			unended = append(unended, id)
+		}
+	}
+	if len(unended) > 0 {
+		slices.Sort(unended)
+		c.Detail = (Calls{Unended: unended}).UnendedDetail()
+		return c
 	}
 	var missing []string
 	for _, id := range ids {

@@ -61,6 +61,10 @@ func TestCheckRun(t *testing.T) {
 			map[string]bool{CheckAuditComplete: false, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"no turns", map[string]string{metadataFile: goodMeta, answerFile: "A", stdoutFile: "A", auditFile: goodAudit, turnsFile: ""},
 			map[string]bool{CheckAuditComplete: true, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"a call started with no end line", map[string]string{metadataFile: goodMeta, answerFile: "A", stdoutFile: "A", auditFile: goodAudit + `{"kind":"call_start","name":"x","ok":true,"correlation_id":"c9"}` + "\n", turnsFile: goodTurns + `{"turn":4,"kind":"tool_call","tool":"x","correlation_id":"c9","ok":true}`},
+			map[string]bool{CheckAuditComplete: false, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
+		{"a started call ended interrupted", map[string]string{metadataFile: goodMeta, answerFile: "A", stdoutFile: "A", auditFile: goodAudit + `{"kind":"call_start","name":"x","ok":true,"correlation_id":"c9"}` + "\n" + `{"kind":"tools/call","name":"x","ok":false,"error":"interrupted: x","interrupted":true,"correlation_id":"c9"}` + "\n", turnsFile: goodTurns + `{"turn":4,"kind":"tool_call","tool":"x","correlation_id":"c9","ok":false}`},
+			map[string]bool{CheckAuditComplete: true, CheckAgentExit: true, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
 		{"bad metadata", map[string]string{metadataFile: "{", answerFile: "A", stdoutFile: "A", auditFile: goodAudit},
 			map[string]bool{CheckAuditComplete: true, CheckAgentExit: false, CheckAnswerStdout: true, CheckFormatRead: true, CheckSampleSearch: true}},
 	}
