@@ -20,7 +20,9 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
+	"github.com/mcpsidecar/mcpsidecar/internal/noexec"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -113,8 +115,9 @@ func TestWorkloadVolumeRefused(t *testing.T) {
 	}
 	assertNoMountsLeft(t, runsDir)
 	launcherRefusesVolumes(t, image, label)
+	probeReportsVolumes(t, image, label)
 	if v := newVolumes(before, volumes(t)); len(v) > 0 {
-		t.Errorf("volumes left after the launcher's container: %v", v)
+		t.Errorf("volumes left after the launcher's and the probe's containers: %v", v)
 	}
 }
 
@@ -167,4 +170,70 @@ func launcherRefusesVolumes(t *testing.T, image, label string) {
 	if strings.Contains(string(out), "RT2 ") {
 		t.Errorf("the attack ran under the launcher")
 	}
+}
+
+// probeReportsVolumes runs the probe suite (its own hardening off: only
+// the mounts are measured) in a container of the image laid out as the
+// harness lays out a workload's (noexec tmpfs at /tmp and /sandbox-work, a
+// noexec bind at the output directory, made by package noexec as root),
+// the engine's volumes below each. G06 T12 must report a violation naming
+// each volume and none of the noexec paths: before the mount walk it wrote
+// only to the declared paths and reported a pass (redteam2 finding 1).
+func probeReportsVolumes(t *testing.T, image, label string) {
+	t.Helper()
+	bin := Binary(t)
+	out := t.TempDir()
+	if err := os.Chmod(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	h, err := noexec.Mount(out)
+	if err != nil {
+		t.Fatalf("making %s noexec (the e2e tests run as root): %v", out, err)
+	}
+	t.Cleanup(func() { h.Release() })
+	sp, err := spec.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := spec.Resolve(sp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, _ := json.Marshal(map[string]any{"sidecar_url": "http://mcp-sidecar.invalid:8000/mcp"})
+	args := []string{"run", "--rm", "--label", TestLabel, "--label", label, "--network", "none", "--read-only",
+		"--cap-drop", "ALL", "--security-opt", "no-new-privileges:true", "--user", spec.User,
+		"-v", out + ":" + spec.OutputDir, "-v", bin + ":/.mcpsidecar/mcpsidecar:ro", "--entrypoint", "/.mcpsidecar/mcpsidecar",
+		"-e", "SANDBOX_AGENT_CONTAINER=1", "-e", probe.ContextEnv + "=" + string(pctx)}
+	for dir, opts := range prof.Containers[orchestrate.RoleAgent].Tmpfs {
+		args = append(args, "--tmpfs", dir+":"+opts)
+	}
+	args = append(args, image, "probe", "--unhardened", "--serialize-evidence")
+	if o, err := exec.Command("docker", args...).CombinedOutput(); err != nil {
+		t.Logf("probe exited %v (violations are expected):\n%s", err, lastLines(string(o), 5))
+	}
+	rep, err := probe.LoadReport(filepath.Join(out, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t12 := rep.Find("G06", "T12")
+	if t12 == nil || t12.Verdict != probe.Violation {
+		t.Fatalf("G06/T12 with exec volumes below the writable paths: %+v, want a violation", t12)
+	}
+	t.Logf("G06/T12: %s: %s", t12.Tool.Summary, t12.Tool.Evidence)
+	mapped, _, _ := strings.Cut(strings.TrimPrefix(t12.Tool.Evidence, "mapped_in="), ";")
+	var got []string
+	for _, m := range strings.Split(mapped, ",") {
+		dir, _, _ := strings.Cut(m, " (")
+		got = append(got, dir)
+	}
+	slices.Sort(got)
+	if want := slices.Sorted(slices.Values(volumePaths)); !slices.Equal(got, want) {
+		t.Errorf("G06/T12 mapped in %q, want exactly the volumes %q", got, want)
+	}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
