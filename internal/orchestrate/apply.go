@@ -865,8 +865,8 @@ func (s *Session) Kill(ctx context.Context, role string) error {
 // the background; Stop then waits for their exits.
 func (s *Session) stopAhead(ctx context.Context) {
 	for _, c := range s.Containers {
-		if c.Step.Workload || c.ExitCode != nil || c.wait == nil || !c.startAsked || c.signalled != nil {
-			continue
+		if c.Step.Workload || c.ExitCode != nil || c.wait == nil || !c.startAsked || c.signalled != nil || len(c.Step.StopAfter) > 0 {
+			continue // one that waits for others is signalled by Stop, once they have exited
 		}
 		sent := make(chan error, 1)
 		c.signalled = sent
@@ -880,15 +880,27 @@ func (s *Session) stopAhead(ctx context.Context) {
 // it is.
 func (s *Session) Stop(ctx context.Context) {
 	// The containers are stopped together: each one's graceful exit
-	// (closing its listeners, flushing its log) would otherwise add up.
+	// (closing its listeners, flushing its log) would otherwise add up;
+	// only one whose step says to stop after others (Step.StopAfter)
+	// waits for their stop to end first.
 	var wg sync.WaitGroup
+	stopped := map[string]chan struct{}{}
 	for _, c := range s.Containers {
-		if c.ExitCode != nil || c.wait == nil || !c.startAsked {
-			continue
-		}
+		stopped[c.Step.Role] = make(chan struct{})
+	}
+	for _, c := range s.Containers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer close(stopped[c.Step.Role])
+			for _, role := range c.Step.StopAfter {
+				if ch, ok := stopped[role]; ok && role != c.Step.Role {
+					<-ch
+				}
+			}
+			if c.ExitCode != nil || c.wait == nil || !c.startAsked {
+				return
+			}
 			s.stop(ctx, c)
 		}()
 	}

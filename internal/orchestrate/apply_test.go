@@ -824,3 +824,42 @@ func TestStopAtExit(t *testing.T) {
 		})
 	}
 }
+
+// TestStopAfter: a service whose step says to stop after another (the
+// gateway, which an online sidecar still uses to close its upstream
+// sessions) is signalled only once that one has exited, also when the
+// others are signalled at the workload's end.
+func TestStopAfter(t *testing.T) {
+	r := newOrderRig(t, true, 0)
+	r.s.Plan.Containers[0].StopAfter = []string{RoleSidecar}
+	r.f.OnStart = func(id string) { r.note("start " + id) }
+	gone := make(chan struct{})
+	r.s.WatchExit = func(int, string, <-chan struct{}) <-chan struct{} { return gone }
+	errc := make(chan error, 1)
+	go func() {
+		errc <- r.s.Apply(context.Background(), Hooks{ReadyTimeout: 2 * time.Second, Timeout: 5 * time.Second, StopAtExit: true})
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !slices.Contains(r.list(), "start id-agent") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(gone)
+	time.Sleep(100 * time.Millisecond)
+	if calls := r.f.CallList(); slices.Contains(calls, "kill id-gw TERM") || !slices.Contains(calls, "kill id-sc TERM") {
+		t.Errorf("at the workload's end, want the sidecar signalled and not the gateway: %q", calls)
+	}
+	r.f.Exit("id-agent", 0)
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	r.s.Stop(context.Background())
+	calls := r.f.CallList()
+	if i, j := slices.Index(calls, "kill id-sc TERM"), slices.Index(calls, "kill id-gw TERM"); i < 0 || j < i {
+		t.Errorf("want the gateway signalled after the sidecar: %q", calls)
+	}
+	for _, role := range []string{RoleGateway, RoleSidecar} {
+		if c := r.s.Find(role); c.ExitCode == nil {
+			t.Errorf("%s: no exit code recorded", role)
+		}
+	}
+}

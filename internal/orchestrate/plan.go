@@ -80,6 +80,9 @@ type Step struct {
 	// Hold: the role waits for hold.File in its output directory; see
 	// Session.Prepare and Session.Release.
 	Hold bool `json:"hold,omitempty"`
+	// StopAfter are the roles whose containers must have exited before
+	// this one is signalled to stop: they still use it while they stop.
+	StopAfter []string `json:"stop_after,omitempty"`
 	// Hosts are /etc/hosts entries added when the container is created,
 	// each the address on the internal network of a role before it in the
 	// plan: the fixed one Session.CreateNetworks planned for it, or else
@@ -240,6 +243,12 @@ func (in Input) step(role string) (Step, error) {
 		}
 	case RoleSidecar:
 		st.Ready = &Readiness{Port: spec.SidecarPort, Path: "/healthz"}
+	}
+	if _, ok := in.Profile.Containers[RoleSidecar]; ok && role == RoleGateway && !SidecarOffline(in.Workload) {
+		// An online sidecar closes its upstream sessions (an HTTP DELETE
+		// each) through the gateway as it stops: the gateway must still
+		// serve then, or the close is refused and logged as a denial.
+		st.StopAfter = []string{RoleSidecar}
 	}
 	return st, nil
 }
