@@ -96,7 +96,9 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decisi
 		return
 	}
 	st := &forwardState{target: t, client: clientIP(r.RemoteAddr)}
-	ctx, cancel := context.WithTimeout(context.WithValue(r.Context(), forwardKey{}, st), g.limits.MaxDuration)
+	ctx, stop := g.untilStopped(r.Context())
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.WithValue(ctx, forwardKey{}, st), g.limits.MaxDuration)
 	defer cancel()
 	body := &countingReader{r: r.Body}
 	r2 := r.WithContext(ctx)

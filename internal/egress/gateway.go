@@ -80,9 +80,10 @@ type Gateway struct {
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
 	now  func() time.Time
 
-	// stopCtx is every request's base context; Shutdown cancels it with
-	// [errStopped] as the cause, so forwarded requests in flight end now,
-	// each with its decision line, instead of outliving the process.
+	// stopCtx is cancelled by Shutdown with [errStopped] as the cause;
+	// every forwarded request's exchange runs under it (untilStopped), so
+	// those in flight end now, each with its decision line, instead of
+	// outliving the process.
 	stopCtx context.Context
 	stopAll context.CancelCauseFunc
 
@@ -134,7 +135,6 @@ func New(opts Options) (*Gateway, error) {
 		ReadTimeout:       0, // bodies and tunnels have their own limits
 		IdleTimeout:       g.limits.ReadHeaderTimeout,
 		ConnContext:       rawHeaderContext,
-		BaseContext:       g.baseContext,
 		ErrorLog:          slog.NewLogLogger(g.logger.Handler(), slog.LevelWarn),
 		// Threat: net/http answers "OPTIONS *" itself, unlogged and
 		// keeping the connection open, so a request pipelined after it
@@ -309,7 +309,16 @@ const DefaultShutdownWait = 2 * time.Second
 // errStopped is the cause [Gateway.Shutdown] cancels requests with.
 var errStopped = errors.New(ErrorInterrupted + ": the gateway shut down during the request")
 
-func (g *Gateway) baseContext(net.Listener) context.Context { return g.stopCtx }
+// untilStopped is ctx, also cancelled (cause [errStopped]) when the
+// gateway shuts down. Only the upstream exchange of an allowed request
+// runs under it: a request still being decided at shutdown is decided as
+// before (its CONNECT tunnel is then refused with "gateway shutting
+// down"), not denied for a resolver cut short.
+func (g *Gateway) untilStopped(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(g.stopCtx, func() { cancel(errStopped) })
+	return ctx, func() { stop(); cancel(context.Canceled) }
+}
 
 // interruptedError is the decision line's error for a request cut off by
 // shutdown; err is what the request itself saw, if anything.

@@ -135,7 +135,6 @@ func (g *Gateway) newInjector(in *Injection) *http.Server {
 		MaxHeaderBytes:    g.limits.MaxHeaderBytes,
 		ReadHeaderTimeout: g.limits.ReadHeaderTimeout,
 		IdleTimeout:       g.limits.IdleTimeout,
-		BaseContext:       g.baseContext,
 		ErrorLog:          g.srv.ErrorLog,
 		// As the proxy listener: no request is answered by net/http alone.
 		DisableGeneralOptionsHandler: true,
@@ -287,7 +286,9 @@ func (ij *injector) checkPlaceholder(r *http.Request, c *Credential) *denial {
 
 func (ij *injector) forward(w http.ResponseWriter, r *http.Request, d *Decision, st *injectState) {
 	g := ij.g
-	ctx, cancel := context.WithTimeout(r.Context(), g.limits.MaxDuration)
+	ctx, stop := g.untilStopped(r.Context())
+	defer stop()
+	ctx, cancel := context.WithTimeout(ctx, g.limits.MaxDuration)
 	defer cancel()
 	ctx = context.WithValue(ctx, forwardKey{}, &st.forwardState)
 	ctx = context.WithValue(ctx, injectKey{}, st)
