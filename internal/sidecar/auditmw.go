@@ -58,19 +58,20 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		res, err := next(ctx, method, req)
 		rec.OK, rec.Error, rec.ResultPreview = outcome(res, err)
-		if call != nil {
-			cut := ctx.Err() != nil
-			first, stopping := s.calls.end(call)
-			if !first {
-				return res, err // shutdown wrote the interrupted end line
-			}
+		if call == nil {
+			rec.DurationMS = millis(time.Since(start))
+			s.audit.Write(rec)
+			return res, err
+		}
+		cut := ctx.Err() != nil
+		s.calls.finish(call, func(stopping bool) {
 			if stopping && cut && !rec.OK {
 				s.audit.Write(interruptedRecord(call, time.Now(), "the sidecar stopped during the call and cancelled it ("+orNone(rec.Error)+")"))
-				return res, err
+				return
 			}
-		}
-		rec.DurationMS = millis(time.Since(start))
-		s.audit.Write(rec)
+			rec.DurationMS = millis(time.Since(start))
+			s.audit.Write(rec)
+		})
 		return res, err
 	}
 }

@@ -45,7 +45,9 @@ type inflightCalls struct {
 // begin registers a call, writes its start line and returns the context
 // the call must run under (cancelled at shutdown). Once the sidecar is
 // stopping, the context is cancelled already: the call is recorded, and
-// fails before it is sent anywhere.
+// fails before it is sent anywhere. Every line the tracker writes is
+// written under its lock, so shutdown's abandon (and the audit's close
+// after it) cannot come between a call's claim and its line.
 func (c *inflightCalls) begin(ctx context.Context, audit *AuditLog, rec Record, start time.Time) (context.Context, *inflight) {
 	ctx, cancel := context.WithCancel(ctx)
 	call := &inflight{rec: rec, start: start, cancel: cancel}
@@ -53,32 +55,31 @@ func (c *inflightCalls) begin(ctx context.Context, audit *AuditLog, rec Record, 
 	startRec.Kind = KindCallStart
 	startRec.OK = true
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.calls == nil {
 		c.calls = map[*inflight]struct{}{}
 	}
 	c.calls[call] = struct{}{}
-	stopping := c.stopping
-	c.mu.Unlock()
 	audit.Write(startRec)
-	if stopping {
+	if c.stopping {
 		cancel()
 	}
 	return ctx, call
 }
 
-// end claims the right to write call's end line: true once, for whoever
-// comes first (the call returning, or shutdown giving up on it). The
-// second result says whether the sidecar was stopping by then.
-func (c *inflightCalls) end(call *inflight) (first, stopping bool) {
+// finish cancels call's context and has write write its end line, once:
+// not when shutdown has written it already. stopping tells write whether
+// the sidecar was stopping by then.
+func (c *inflightCalls) finish(call *inflight, write func(stopping bool)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	call.cancel()
 	if call.ended {
-		return false, c.stopping
+		return
 	}
 	call.ended = true
 	delete(c.calls, call)
-	return true, c.stopping
+	write(c.stopping)
 }
 
 // stop marks the sidecar as stopping and cancels every call in flight,
@@ -97,17 +98,14 @@ func (c *inflightCalls) stop() {
 // (its handler did not return in time) and returns how many there were.
 func (c *inflightCalls) abandon(audit *AuditLog, now time.Time) int {
 	c.mu.Lock()
-	var left []*inflight
+	defer c.mu.Unlock()
+	n := len(c.calls)
 	for call := range c.calls {
 		call.ended = true
-		left = append(left, call)
-	}
-	clear(c.calls)
-	c.mu.Unlock()
-	for _, call := range left {
 		audit.Write(interruptedRecord(call, now, "the call had not returned when the sidecar stopped"))
 	}
-	return len(left)
+	clear(c.calls)
+	return n
 }
 
 // interruptedRecord is the end line of a call cut off by shutdown.

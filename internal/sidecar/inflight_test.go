@@ -25,9 +25,7 @@ func TestInflightAbandon(t *testing.T) {
 	if n := calls.abandon(audit, start.Add(time.Second)); n != 1 {
 		t.Fatalf("abandon = %d, want 1", n)
 	}
-	if first, _ := calls.end(call); first {
-		t.Fatal("the handler's late return may write a second end line")
-	}
+	calls.finish(call, func(bool) { t.Error("the handler's late return writes a second end line") })
 	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
 	if len(lines) != 2 {
 		t.Fatalf("audit has %d lines, want 2:\n%s", len(lines), buf.String())
@@ -48,8 +46,15 @@ func TestInflightBeginWhileStopping(t *testing.T) {
 	if ctx.Err() == nil {
 		t.Error("a call begun while stopping runs under a live context")
 	}
-	if first, stopping := calls.end(call); !first || !stopping {
-		t.Errorf("end = %v, %v; want the first end, while stopping", first, stopping)
+	wrote := false
+	calls.finish(call, func(stopping bool) {
+		wrote = true
+		if !stopping {
+			t.Error("finish says the sidecar is not stopping")
+		}
+	})
+	if !wrote {
+		t.Error("finish did not have the end line written")
 	}
 	if !strings.Contains(buf.String(), `"kind":"call_start"`) {
 		t.Errorf("no start line: %s", buf.String())
