@@ -147,14 +147,30 @@ func scReadAudit(t *testing.T, path string) []sidecar.Record {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The call_start lines are checked here (one before each tools/call
+	// line) and left out of what is returned: the end lines.
 	var out []sidecar.Record
+	open := 0
 	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
+	for n := 1; sc.Scan(); n++ {
 		var r sidecar.Record
 		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			t.Fatalf("audit line %d is not JSON: %v: %s", len(out)+1, err, sc.Bytes())
+			t.Fatalf("audit line %d is not JSON: %v: %s", n, err, sc.Bytes())
+		}
+		switch r.Kind {
+		case sidecar.KindCallStart:
+			open++
+			continue
+		case sidecar.KindToolCall:
+			if open == 0 {
+				t.Errorf("audit line %d: a tools/call with no call_start before it", n)
+			}
+			open--
 		}
 		out = append(out, r)
+	}
+	if open != 0 {
+		t.Errorf("audit: %d call_start lines with no end line", open)
 	}
 	return out
 }
