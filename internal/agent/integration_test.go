@@ -76,11 +76,13 @@ func TestRunThroughSidecar(t *testing.T) {
 	var audited []string
 	for _, line := range strings.Split(strings.TrimSpace(agent.ReadFile(t, filepath.Join(runDir, runs.FileAudit))), "\n") {
 		var rec struct {
+			Kind          string `json:"kind"`
 			Name          string `json:"name"`
 			CorrelationID string `json:"correlation_id"`
 		}
 		json.Unmarshal([]byte(line), &rec)
-		if rec.Name == agent.ToolCodeSampleSearch {
+		// One id per call: the call's end line, not its call_start line.
+		if rec.Name == agent.ToolCodeSampleSearch && rec.Kind != sidecar.KindCallStart {
 			audited = append(audited, rec.CorrelationID)
 		}
 	}
