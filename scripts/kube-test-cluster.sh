@@ -532,6 +532,9 @@ makeIPTablesUtilChains: false
 hairpinMode: none
 resolvConf: ""
 clusterDomain: cluster.local
+# The sandbox's pods set net.ipv4.tcp_fastopen (per network namespace, as in Docker); it is not in
+# Kubernetes' safe set, so the kubelet must allow it or it refuses the pods (SysctlForbidden).
+allowedUnsafeSysctls: ["net.ipv4.tcp_fastopen"]
 # The node's address is the host's address on our bridge: the kubelet refuses a loopback node
 # IP, and leaving it unset would make it look its own name up in DNS. The kubelet API listens
 # there (authenticated: no anonymous access) so kube-apiserver reaches it for logs and exec.
