@@ -63,6 +63,13 @@ type CreateOptions struct {
 	// Adjust, when set, changes each pod just before it is created
 	// (tests: a stand-in image on a cluster that does not hold ours).
 	Adjust func(*corev1.Pod)
+	// PodAddresses gives each pod its peers' pod addresses (in its host
+	// aliases, and in the agent's netguard rules) instead of their
+	// Services' ClusterIPs, for clusters where nothing routes a ClusterIP
+	// (no kube-proxy, as on this repository's test cluster). Each pod is
+	// then mapped only once the pods before it are Ready and have an
+	// address. The Services are created all the same.
+	PodAddresses bool
 }
 
 // Run is what [Client.Create] made: the namespace and the mapped objects
@@ -106,12 +113,12 @@ func (c *Client) Create(ctx context.Context, in Input, o CreateOptions) (run *Ru
 	if _, err := c.cs.CoreV1().ServiceAccounts(sa.Namespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		return nil, fmt.Errorf("creating service account %s: %w", sa.Name, err)
 	}
-	set, err := c.createObjects(ctx, in)
+	set, err := c.createObjects(ctx, &in)
 	if err != nil {
 		return nil, err
 	}
 	set.Namespace, set.ServiceAccount = ns, sa
-	if err := c.createPods(ctx, set, o); err != nil {
+	if err := c.createPods(ctx, in, &set, o); err != nil {
 		return nil, err
 	}
 	return &Run{Namespace: ns.Name, Set: set}, nil
@@ -119,9 +126,9 @@ func (c *Client) Create(ctx context.Context, in Input, o CreateOptions) (run *Ru
 
 // createObjects creates the Services, reads their ClusterIPs into in,
 // then creates the policies and maps the pods.
-func (c *Client) createObjects(ctx context.Context, in Input) (Set, error) {
+func (c *Client) createObjects(ctx context.Context, in *Input) (Set, error) {
 	var set Set
-	svcs, err := Services(in)
+	svcs, err := Services(*in)
 	if err != nil {
 		return Set{}, err
 	}
@@ -134,7 +141,7 @@ func (c *Client) createObjects(ctx context.Context, in Input) (Set, error) {
 		in.ServiceIPs[s.Name] = got.Spec.ClusterIP
 		set.Services = append(set.Services, got)
 	}
-	if set.Policies, err = Policies(in); err != nil {
+	if set.Policies, err = Policies(*in); err != nil {
 		return Set{}, err
 	}
 	for _, p := range set.Policies {
@@ -142,7 +149,7 @@ func (c *Client) createObjects(ctx context.Context, in Input) (Set, error) {
 			return Set{}, fmt.Errorf("creating network policy %s: %w", p.Name, err)
 		}
 	}
-	if set.Pods, set.Secrets, err = Pods(in); err != nil {
+	if set.Pods, set.Secrets, err = Pods(*in); err != nil {
 		return Set{}, err
 	}
 	for _, s := range set.Secrets {
@@ -155,9 +162,20 @@ func (c *Client) createObjects(ctx context.Context, in Input) (Set, error) {
 
 // createPods starts the pods in the plan's order; every pod but the
 // workload's must be Ready before the next is created (the agent is
-// created once the gateway and the sidecar answer).
-func (c *Client) createPods(ctx context.Context, set Set, o CreateOptions) error {
-	for _, p := range set.Pods {
+// created once the gateway and the sidecar answer). With
+// o.PodAddresses, each pod is mapped again with the addresses of the
+// pods already Ready.
+func (c *Client) createPods(ctx context.Context, in Input, set *Set, o CreateOptions) error {
+	podIPs := map[string]string{} // role -> its pod's address
+	for i := range set.Pods {
+		if o.PodAddresses {
+			p, err := remap(in, *set, podIPs, i)
+			if err != nil {
+				return err
+			}
+			set.Pods[i] = p
+		}
+		p := set.Pods[i]
 		if o.Adjust != nil {
 			o.Adjust(p)
 		}
@@ -170,8 +188,53 @@ func (c *Client) createPods(ctx context.Context, set Set, o CreateOptions) error
 		if err := c.WaitReady(ctx, p.Namespace, p.Name, o.ReadyTimeout); err != nil {
 			return err
 		}
+		if o.PodAddresses {
+			ip, err := c.podIP(ctx, p.Namespace, p.Name)
+			if err != nil {
+				return err
+			}
+			podIPs[p.Labels[orchestrate.LabelRole]] = ip
+		}
 	}
 	return nil
+}
+
+// remap maps pod i of the set again with, for each Service, the address
+// of its role's pod in place of its ClusterIP. Every peer the pod names
+// must already have one: the plan starts a role's peers before it.
+func remap(in Input, set Set, podIPs map[string]string, i int) (*corev1.Pod, error) {
+	// The ClusterIPs stay for the pods after i (mapped here too, unused).
+	in.ServiceIPs = map[string]string{}
+	byPod := map[string]bool{}
+	for _, s := range set.Services {
+		in.ServiceIPs[s.Name] = s.Spec.ClusterIP
+		if ip, ok := podIPs[s.Labels[orchestrate.LabelRole]]; ok {
+			in.ServiceIPs[s.Name], byPod[s.Name] = ip, true
+		}
+	}
+	st := in.Plan.Containers[i]
+	for _, h := range st.Hosts {
+		if !byPod[h.Name] {
+			return nil, fmt.Errorf("mapping pod %s with pod addresses: its peer %s has no ready pod before it", PodName(st.Role), h.Name)
+		}
+	}
+	pods, _, err := Pods(in)
+	if err != nil {
+		return nil, err
+	}
+	return pods[i], nil
+}
+
+// podIP reads the address of a pod that is Ready.
+func (c *Client) podIP(ctx context.Context, ns, name string) (string, error) {
+	p, err := c.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return "", fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
+	}
+	if p.Status.PodIP == "" {
+		return "", fmt.Errorf("pod %s/%s is ready but has no address", ns, name)
+	}
+	return p.Status.PodIP, nil
 }
 
 // WaitReady waits until the pod is Ready. A pod that ends (or whose

@@ -18,7 +18,8 @@ import (
 )
 
 // fakeCluster is client-go's fake clientset with what a control plane
-// would add: ClusterIPs for Services, and a kubelet that makes each pod
+// would add: ClusterIPs for Services, and a kubelet that gives each pod an
+// address and makes it
 // Ready (or Failed, for the roles in fail) as it is created. It records
 // the order of creations.
 func fakeCluster(t *testing.T, fail ...string) (*Client, *[]string) {
@@ -34,7 +35,8 @@ func fakeCluster(t *testing.T, fail ...string) (*Client, *[]string) {
 			o.Spec.ClusterIP = fmt.Sprintf("10.96.0.%d", next)
 			next++
 		case *corev1.Pod:
-			o.Status.Phase = corev1.PodRunning
+			o.Status.Phase, o.Status.PodIP = corev1.PodRunning, fmt.Sprintf("10.244.0.%d", next)
+			next++
 			o.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
 			if slices.Contains(fail, o.Name) {
 				o.Status.Phase, o.Status.Conditions = corev1.PodFailed, nil
@@ -68,6 +70,49 @@ func TestCreateOrder(t *testing.T) {
 	agent := run.Set.Pods[2]
 	if got := agent.Spec.InitContainers[0].Args; !slices.Equal(got, []string{"netguard", "--allow", "10.96.0.10:3128", "--allow", "10.96.0.10:3129", "--allow", "10.96.0.11:8000"}) {
 		t.Errorf("netguard args %v do not name the created ClusterIPs", got)
+	}
+}
+
+// TestCreatePodAddresses: with PodAddresses, the sidecar's host alias
+// names the gateway pod's address, and the agent's aliases and netguard
+// rules the gateway's and the sidecar's pods, not the ClusterIPs that
+// nothing routes without kube-proxy.
+func TestCreatePodAddresses(t *testing.T) {
+	c, _ := fakeCluster(t)
+	in := input(t, "default", orchestrate.WorkloadAgent)
+	in.ServiceIPs = nil
+	run, err := c.Create(context.Background(), in, CreateOptions{ReadyTimeout: time.Second, PodAddresses: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Services get 10.96.0.10 and .11; the pods 10.244.0.12 (gateway),
+	// .13 (sidecar), .14 (agent).
+	aliases := func(p *corev1.Pod) []string {
+		var out []string
+		for _, h := range p.Spec.HostAliases {
+			if !strings.HasPrefix(h.IP, "0.") {
+				out = append(out, h.IP+"="+strings.Join(h.Hostnames, ","))
+			}
+		}
+		return out
+	}
+	sidecar, agent := run.Set.Pods[1], run.Set.Pods[2]
+	if got, want := aliases(sidecar), []string{"10.244.0.12=egress-gateway"}; !slices.Equal(got, want) {
+		t.Errorf("sidecar host aliases %v, want %v", got, want)
+	}
+	if got, want := aliases(agent), []string{"10.244.0.12=egress-gateway", "10.244.0.13=mcp-sidecar"}; !slices.Equal(got, want) {
+		t.Errorf("agent host aliases %v, want %v", got, want)
+	}
+	want := []string{"netguard", "--allow", "10.244.0.12:3128", "--allow", "10.244.0.12:3129", "--allow", "10.244.0.13:8000"}
+	if got := agent.Spec.InitContainers[0].Args; !slices.Equal(got, want) {
+		t.Errorf("netguard args %v, want %v", got, want)
+	}
+	stored, err := c.cs.CoreV1().Pods(run.Namespace).Get(context.Background(), "agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stored.Spec.InitContainers[0].Args; !slices.Equal(got, want) {
+		t.Errorf("created agent pod's netguard args %v, want %v", got, want)
 	}
 }
 
