@@ -1,6 +1,7 @@
 package orchestrate
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -36,6 +37,9 @@ type Session struct {
 	// HostPrefixes lists the ranges the host uses outside Docker, which no
 	// network may take (default HostPrefixes).
 	HostPrefixes func() ([]netip.Prefix, error)
+	// StopGrace is how long Stop waits after SIGTERM before SIGKILL
+	// (0: the package's StopGrace). Tests shorten it.
+	StopGrace time.Duration
 
 	Networks   []CreatedNetwork
 	Containers []*Container
@@ -929,7 +933,7 @@ func (s *Session) stop(ctx context.Context, c *Container) {
 		code := r.ExitCode
 		c.ExitCode = &code
 		return
-	case <-time.After(StopGrace):
+	case <-time.After(cmp.Or(s.StopGrace, StopGrace)):
 	}
 	c.KilledAtStop = true
 	_ = s.Engine.KillContainer(ctx, c.ID, "KILL")

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 
@@ -41,6 +42,11 @@ type Engine struct {
 	IP            string           // each container's address on "internal"
 	Stopped       bool             // InspectContainer reports not running
 	ExitOnStart   map[string]int   // containers (by id) that exit at once, with this code
+	// Ignores lists the signals a container (by id) survives, e.g.
+	// {"id-gw": {"TERM"}} for a role that does not exit on SIGTERM: the
+	// kill is recorded and accepted, and the container keeps running.
+	// Every other signal ends it with 137.
+	Ignores map[string][]string
 	// Output is what AttachContainer streams to stdout, by container id;
 	// the default is "hello from ID\n".
 	Output      map[string]string
@@ -227,7 +233,8 @@ func (f *Engine) CreateContainer(_ context.Context, c dockerx.ContainerSpec) (st
 	return "id-" + c.Name, nil
 }
 
-// WaitContainer yields the exit scripted by Exit, ExitOnStart or a kill;
+// WaitContainer yields the exit scripted by Exit, ExitOnStart or a kill
+// (of a signal not in Ignores);
 // for an unknown id it yields ErrNoSuchContainer at once.
 func (f *Engine) WaitContainer(_ context.Context, id string) <-chan dockerx.WaitResult {
 	f.mu.Lock()
@@ -354,7 +361,12 @@ func (f *Engine) KillContainer(_ context.Context, id, signal string) error {
 	if f.Stopped || !started { // as the engine: 409, the container is not running
 		return fmt.Errorf("cannot kill container %s: container is not running", id)
 	}
-	f.Exit(id, 137)
+	f.mu.Lock()
+	ignored := slices.Contains(f.Ignores[id], signal)
+	f.mu.Unlock()
+	if !ignored {
+		f.Exit(id, 137)
+	}
 	return nil
 }
 
