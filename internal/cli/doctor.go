@@ -7,6 +7,7 @@ import (
 
 func newDoctorCmd(s Streams) *cobra.Command {
 	o := sandboxOptions{command: "doctor", workload: orchestrate.WorkloadCheck}
+	var b backendFlags
 	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check that the sandbox works, end to end, without a model or an API key",
@@ -27,11 +28,16 @@ money on a model. The record lands in a run directory like any run's.`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			_, err := runSandbox(cmd.Context(), s, o)
+			var err error
+			if o.kube, err = b.kube(o.keep); err != nil {
+				return err
+			}
+			_, err = runSandbox(cmd.Context(), s, o)
 			return err
 		},
 	}
 	o.addFlags(cmd, false)
+	b.add(cmd)
 	cmd.Flags().Lookup("timeout").DefValue = "2m0s"
 	_ = cmd.Flags().Set("timeout", "2m")
 	return cmd

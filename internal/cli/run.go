@@ -55,6 +55,7 @@ type sandboxOptions struct {
 	// workloadCmd and gatewayCmd replace a role's command; set only by the
 	// test binary's hidden flags (testcommands.go).
 	workloadCmd, gatewayCmd []string
+	kube                    *sandbox.Kube // --backend kubernetes (backend.go); nil: Docker
 }
 
 // addTestFlags adds the test binary's hidden flags; the product has none.
@@ -72,7 +73,7 @@ func (o sandboxOptions) options() (sandbox.Options, error) {
 		RunsDir:  o.runsDir, Timeout: o.timeout, ReadyTimeout: o.readyTimeout, Keep: o.keep, Quiet: o.quiet,
 		Question: o.question, AllowOldEngine: o.allowOldEngine, GatewayEngine: o.gatewayEngine, SquidImage: o.squidImage,
 		SubnetPool: pool, SerializeEvidence: o.serializeEvidence, WorkloadCmd: o.workloadCmd, GatewayCmd: o.gatewayCmd,
-		Own: o.own.options(),
+		Own: o.own.options(), Kube: o.kube,
 	}, nil
 }
 

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -412,4 +414,39 @@ func (c *Client) RunNamespaces(ctx context.Context, extra string) ([]Orphan, err
 		out = append(out, Orphan{Namespace: ns.Name, Labels: ns.Labels, Created: ns.CreationTimestamp.Time})
 	}
 	return out, nil
+}
+
+// Pod reads one pod of a run.
+func (c *Client) Pod(ctx context.Context, ns, name string) (*corev1.Pod, error) {
+	p, err := c.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
+	}
+	return p, nil
+}
+
+// Stop ends a running pod's containers without deleting the pod, so its
+// volumes (the output emptyDir) stay until the namespace goes: it sets
+// the pod's activeDeadlineSeconds, which makes the kubelet stop the
+// containers as a deletion would (SIGTERM, then SIGKILL after the pod's
+// grace period) and mark the pod Failed (DeadlineExceeded). Kubernetes
+// has no call that stops one container. It returns the main container's
+// exit code once it has ended.
+func (c *Client) Stop(ctx context.Context, ns, name string, timeout time.Duration) (int, error) {
+	patch := []byte(`{"spec":{"activeDeadlineSeconds":1}}`)
+	if _, err := c.cs.CoreV1().Pods(ns).Patch(ctx, name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return -1, fmt.Errorf("stopping pod %s/%s: %w", ns, name, err)
+	}
+	return c.WaitDone(ctx, ns, name, timeout)
+}
+
+// OutputVolume is the name of the emptyDir volume each role's pod has at
+// its output directory. On a node, the kubelet keeps it at
+// <kubelet root>/pods/<pod uid>/volumes/kubernetes.io~empty-dir/<name>.
+const OutputVolume = outputVolume
+
+// NodeOutputDir is where the kubelet whose root directory is root keeps
+// the output volume of the pod with uid.
+func NodeOutputDir(root, uid string) string {
+	return filepath.Join(root, "pods", uid, "volumes", "kubernetes.io~empty-dir", OutputVolume)
 }

@@ -82,6 +82,9 @@ type Options struct {
 	// test-sandbox --image; workload.go); nil and no [workload] in the
 	// spec: our agent.
 	Own *OwnWorkload
+	// Kube, when set, runs the roles as pods of a Kubernetes cluster
+	// (kube.go); nil: Docker containers.
+	Kube *Kube
 
 	// Hooks, each optional. They let a feature join the lifecycle without
 	// a phase of its own; doc.go says where each one is called.
@@ -156,6 +159,7 @@ type job struct {
 	watchDone chan struct{}
 	own       *ownRun       // the user's workload, when one runs (workload.go)
 	noexec    *outputMounts // the output directories' noexec mounts (outputmount.go)
+	kube      *kubeRun      // the run's namespace on the Kubernetes backend (kube.go)
 }
 
 // Run carries out one whole lifecycle on engine: every phase in order,
@@ -168,6 +172,9 @@ func Run(ctx context.Context, engine dockerx.Engine, o Options, out Output) (Res
 	getenv := o.Getenv
 	if getenv == nil {
 		getenv = os.Getenv
+	}
+	if o.Kube != nil {
+		o.PlanInput = kubePlanInput(o.PlanInput)
 	}
 	j := &job{s: out, o: o, getenv: getenv, engine: engine, started: time.Now().UTC()}
 	j.phases = &phaseLog{w: out.Err, quiet: o.Quiet, on: o.OnPhase}
@@ -214,6 +221,9 @@ func (j *job) execute(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+	}
+	if j.o.Kube != nil {
+		return j.kubeApply(ctx)
 	}
 	j.startOutputCap(ctx)
 	return j.sess.Apply(ctx, orchestrate.Hooks{
@@ -419,7 +429,10 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	j.stopWatch()
 	if j.sess != nil {
 		j.capOver = j.stopOutputCap()
-		if !j.o.Keep { // kept servers (gateway, sidecar) stay up for the user to talk to
+		switch {
+		case j.o.Kube != nil:
+			j.kubeStop(bg)
+		case !j.o.Keep: // kept servers (gateway, sidecar) stay up for the user to talk to
 			j.sess.Stop(bg)
 		}
 		j.finishObserving()
@@ -431,7 +444,12 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 		// runs at once) stopping and collecting can use up bg's, and a
 		// network removal cut short is a network left behind.
 		td, cancelTD := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
-		_ = j.phases.do("teardown", func() error { return j.teardown(td) })
+		_ = j.phases.do("teardown", func() error {
+			if j.o.Kube != nil {
+				return j.kubeTeardown(td)
+			}
+			return j.teardown(td)
+		})
 		cancelTD()
 		j.secureRunDir()
 	}

@@ -1,0 +1,313 @@
+//go:build kube
+
+package e2e
+
+// doctor on the Kubernetes backend, against the test cluster of
+// scripts/kube-test-cluster.sh (which must be up):
+//
+//	sudo scripts/kube-test-cluster.sh up
+//	KUBECONFIG=/var/lib/mcpsidecar-kube/kubeconfig MCPSIDECAR_ALLOW_OLD_ENGINE=1 \
+//	  go test -count=1 -tags kube -run TestKube ./e2e/
+//
+// Docker builds our image, as for a Docker run; the test imports it into
+// the node's containerd (--kube-image-import), reads the roles' output
+// volumes from the node (--kube-node-root, with the cluster's pause image
+// as the agent pod's holder) and addresses the roles by pod address (the
+// cluster has no kube-proxy). The tests fail, never skip, without the
+// cluster or Docker. Every run namespace carries mcpsidecar.e2e.kube=<id>.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+)
+
+// kbState is the test cluster's state directory (the script's
+// MCPSIDECAR_KUBE_STATE).
+func kbState() string {
+	if v := os.Getenv("MCPSIDECAR_KUBE_STATE"); v != "" {
+		return v
+	}
+	return "/var/lib/mcpsidecar-kube"
+}
+
+// kbClient connects to the test cluster, or fails saying how to start it.
+func kbClient(t *testing.T) *kube.Client {
+	t.Helper()
+	path := os.Getenv("KUBECONFIG")
+	if path == "" {
+		t.Fatal("KUBECONFIG is not set: start the test cluster (sudo scripts/kube-test-cluster.sh up) and set KUBECONFIG to the kubeconfig it prints")
+	}
+	cfg, err := kube.Config(path, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kube.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.RunNamespaces(context.Background(), "mcpsidecar.e2e.kube=probe"); err != nil {
+		t.Fatalf("the cluster of %s does not answer (is scripts/kube-test-cluster.sh up running?): %v", path, err)
+	}
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Fatalf("the Kubernetes backend builds its image with Docker: %v: %s", err, out)
+	}
+	return c
+}
+
+var (
+	kbBinOnce sync.Once
+	kbBinPath string
+	kbBinErr  error
+)
+
+// kbBinary is $MCPSIDECAR_BIN or this tree's product binary, static.
+func kbBinary(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("MCPSIDECAR_BIN"); p != "" {
+		return p
+	}
+	kbBinOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcpsidecar-e2e-kube-")
+		if err != nil {
+			kbBinErr = err
+			return
+		}
+		kbBinPath = filepath.Join(dir, "mcpsidecar")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", kbBinPath, "github.com/mcpsidecar/mcpsidecar/cmd/mcpsidecar")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("go build: %s", out)
+			kbBinErr = err
+		}
+	})
+	if kbBinErr != nil {
+		t.Fatalf("building mcpsidecar: %v", kbBinErr)
+	}
+	return kbBinPath
+}
+
+func kbID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// kbDoctor is `mcpsidecar doctor` on the test cluster; its namespaces
+// carry mcpsidecar.e2e.kube=id.
+func kbDoctor(t *testing.T, id, runsDir string) (*exec.Cmd, *bytes.Buffer, *kbBuffer) {
+	state := kbState()
+	cmd := exec.Command(kbBinary(t), "doctor", "--backend", "kubernetes", "--allow-old-engine", "--runs-dir", runsDir,
+		"--kube-image-import", "containerd:"+filepath.Join(state, "containerd", "containerd.sock"),
+		"--kube-node-root", filepath.Join(state, "kubelet"), "--kube-holder-image", "localhost/mcpsidecar-kube-pause:1",
+		"--kube-pod-addresses")
+	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS=mcpsidecar.e2e.kube="+id)
+	var out bytes.Buffer
+	errb := &kbBuffer{}
+	cmd.Stdout, cmd.Stderr = &out, errb
+	return cmd, &out, errb
+}
+
+// kbBuffer is a bytes.Buffer safe to read while the command writes it.
+type kbBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *kbBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *kbBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// kbNoNamespace fails when a namespace of the test is left, and removes
+// it so the next test starts clean.
+func kbNoNamespace(t *testing.T, c *kube.Client, id string) {
+	t.Helper()
+	ctx := context.Background()
+	left, err := c.RunNamespaces(ctx, "mcpsidecar.e2e.kube="+id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range left {
+		t.Errorf("namespace %s left behind", o.Namespace)
+		if err := c.Delete(ctx, o.Namespace); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// kbDoctorArtifacts are the Docker doctor's (harness_test.go).
+var kbDoctorArtifacts = []string{
+	"Dockerfile", "config.json", "egress-decisions.jsonl", "gateway-logs.json", "gateway-start-results.json",
+	"landlock-policy.json", "mcp-sidecar-logs.json", "mcp-sidecar-metadata.json", "mcp-sidecar-start-results.json",
+	"mcp-sidecar-stderr.txt", "mcp-sidecar-stdout.txt", "mcp-sidecar-tool-calls.jsonl", "resolved-profile.json",
+	"run-metadata.json", "sandbox-spec.json", "seccomp-profile.json", "squid.conf", "stderr.txt", "stdout.txt",
+	"timeline.jsonl", "report.html",
+	"gateway-harden-report.json", "sidecar-harden-report.json", "agent-harden-report.json",
+}
+
+// kbMayBeEmpty: doctor calls no sidecar tool and the sidecar prints
+// nothing on stdout; the API merges a container's two streams, so the
+// agent's whole log is in stdout.txt.
+var kbMayBeEmpty = map[string]bool{"mcp-sidecar-tool-calls.jsonl": true, "mcp-sidecar-stdout.txt": true, "stderr.txt": true}
+
+type kbMeta struct {
+	Command    string `json:"command"`
+	ExitCode   int    `json:"exit_code"`
+	Containers []struct {
+		Role     string `json:"role"`
+		ExitCode *int   `json:"exit_code"`
+	} `json:"containers"`
+	Verdict struct {
+		OK     bool `json:"ok"`
+		Checks []struct {
+			Name   string `json:"name"`
+			OK     bool   `json:"ok"`
+			Detail string `json:"detail"`
+		} `json:"checks"`
+	} `json:"verdict"`
+	ArtifactProblems []string `json:"artifact_problems"`
+}
+
+func kbRunDir(t *testing.T, runsDir string) (string, kbMeta) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(runsDir, "run-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("run directories %v, want one", dirs)
+	}
+	var m kbMeta
+	b, err := os.ReadFile(filepath.Join(dirs[0], "run-metadata.json"))
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil {
+		t.Fatalf("run-metadata.json: %v", err)
+	}
+	return dirs[0], m
+}
+
+// TestKubeDoctor: doctor passes on the cluster, leaves the Docker
+// doctor's artifacts (and the three hardening reports, read from the
+// pods' output volumes), a verdict with every check passed, the
+// services' exit codes, and no namespace.
+func TestKubeDoctor(t *testing.T) {
+	c := kbClient(t)
+	id, runsDir := kbID(), t.TempDir()
+	t.Cleanup(func() { kbNoNamespace(t, c, id) })
+	cmd, out, errb := kbDoctor(t, id, runsDir)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("doctor: %v\nstdout:\n%s\nstderr:\n%s", err, out, errb)
+	}
+	for _, row := range []string{"sidecar tools", "answer format", "gateway refuses .invalid", "gateway refuses model request without placeholder", "no route out"} {
+		if !regexp.MustCompile(`(?m)^` + regexp.QuoteMeta(row) + `\s+ok\s`).MatchString(out.String()) {
+			t.Errorf("check %q did not pass; stdout:\n%s", row, out)
+		}
+	}
+	dir, m := kbRunDir(t, runsDir)
+	for _, name := range kbDoctorArtifacts {
+		st, err := os.Stat(filepath.Join(dir, name))
+		if err != nil {
+			t.Errorf("artifact %s: %v", name, err)
+			continue
+		}
+		if st.Size() == 0 && !kbMayBeEmpty[name] {
+			t.Errorf("artifact %s is empty", name)
+		}
+	}
+	if m.Command != "doctor" || m.ExitCode != 0 || !m.Verdict.OK || len(m.ArtifactProblems) != 0 {
+		t.Errorf("metadata: command %q exit %d verdict %v artifact problems %q", m.Command, m.ExitCode, m.Verdict.OK, m.ArtifactProblems)
+	}
+	for _, ck := range m.Verdict.Checks {
+		if !ck.OK {
+			t.Errorf("check %q failed: %s", ck.Name, ck.Detail)
+		}
+	}
+	if len(m.Containers) != 3 {
+		t.Fatalf("metadata: %d containers, want 3", len(m.Containers))
+	}
+	for _, ct := range m.Containers {
+		if ct.ExitCode == nil || *ct.ExitCode != 0 {
+			t.Errorf("%s exit code %v, want 0", ct.Role, ct.ExitCode)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "egress-decisions.jsonl"))
+	if err != nil || !strings.Contains(string(b), "probe.invalid") {
+		t.Errorf("egress-decisions.jsonl has no decision for probe.invalid (%v):\n%s", err, b)
+	}
+}
+
+// TestKubeDoctorInterrupted: a SIGINT while the run's namespace exists
+// (its pods being created) ends doctor with 130 and leaves no namespace.
+func TestKubeDoctorInterrupted(t *testing.T) {
+	c := kbClient(t)
+	id, runsDir := kbID(), t.TempDir()
+	t.Cleanup(func() { kbNoNamespace(t, c, id) })
+	cmd, out, errb := kbDoctor(t, id, runsDir)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		ns, err := c.RunNamespaces(context.Background(), "mcpsidecar.e2e.kube="+id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ns) > 0 {
+			break
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("doctor ended (%v) before its namespace was seen\nstderr:\n%s", err, errb)
+		default:
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatalf("no namespace after 2 minutes\nstderr:\n%s", errb)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(3 * time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatalf("doctor did not end within 3 minutes of SIGINT\nstderr:\n%s", errb)
+	}
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	}
+	if code != 130 {
+		t.Errorf("doctor exited %d (%v) after SIGINT, want 130\nstdout:\n%s\nstderr:\n%s", code, err, out, errb)
+	}
+	_, m := kbRunDir(t, runsDir)
+	if m.ExitCode != 130 {
+		t.Errorf("run-metadata.json exit code %d, want 130", m.ExitCode)
+	}
+	t.Logf("stderr:\n%s", errb)
+}

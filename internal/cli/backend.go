@@ -1,0 +1,100 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
+)
+
+// Backends (--backend, MCPSIDECAR_BACKEND).
+const (
+	backendDocker     = "docker"
+	backendKubernetes = "kubernetes"
+	envBackend        = "MCPSIDECAR_BACKEND"
+)
+
+// backendFlags choose where the roles run (issue 20). Only doctor takes
+// them so far.
+type backendFlags struct {
+	backend, kubeconfig, context, prefix string
+	imageImport, nodeRoot, holderImage   string
+	podAddresses                         bool
+}
+
+func (b *backendFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&b.backend, "backend", orDefault(os.Getenv(envBackend), backendDocker),
+		"where the roles run: docker, or kubernetes (pods in a namespace of their own; docs/kubernetes.md) ("+envBackend+")")
+	f.StringVar(&b.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config, then the in-cluster account)")
+	f.StringVar(&b.context, "context", "", "kubeconfig context (default its current one)")
+	f.StringVar(&b.prefix, "namespace-prefix", kube.DefaultNamespacePrefix, "start of each run namespace's name")
+	f.StringVar(&b.imageImport, "kube-image-import", "",
+		"bring our image to a node on this machine: "+kube.ImageImport+"SOCKET imports it into that containerd (docker save, ctr import); unset, the cluster must hold it")
+	f.StringVar(&b.nodeRoot, "kube-node-root", "",
+		"the kubelet root directory of the cluster's one node, when that node is this machine: our seccomp profile is installed there and the roles' output files are read from their volumes; unset, the pods use the runtime's default seccomp profile and no output file is collected")
+	f.StringVar(&b.holderImage, "kube-holder-image", "",
+		"with --kube-node-root: an image that waits until stopped (a pause image), run beside the agent so its output volume outlives it")
+	f.BoolVar(&b.podAddresses, "kube-pod-addresses", false, "address the roles by their pods' addresses, not their Services' (clusters without kube-proxy)")
+}
+
+// kube checks the flags and, for the Kubernetes backend, connects.
+func (b backendFlags) kube(keep bool) (*sandbox.Kube, error) {
+	switch b.backend {
+	case backendDocker:
+		return nil, nil
+	case backendKubernetes:
+	default:
+		return nil, usageErrorf("--backend %q: want %s or %s", b.backend, backendDocker, backendKubernetes)
+	}
+	if keep {
+		return nil, usageErrorf("--keep is not supported with --backend %s yet", backendKubernetes)
+	}
+	k := &sandbox.Kube{NamespacePrefix: b.prefix, NodeRoot: b.nodeRoot, HolderImage: b.holderImage, PodAddresses: b.podAddresses}
+	if b.imageImport != "" {
+		sock, err := kube.ParseImageImport(b.imageImport)
+		if err != nil {
+			return nil, usageErrorf("--kube-image-import: %v", err)
+		}
+		k.ImportSocket = sock
+	}
+	if b.nodeRoot != "" && !filepath.IsAbs(b.nodeRoot) {
+		return nil, usageErrorf("--kube-node-root %q: want an absolute path", b.nodeRoot)
+	}
+	if (b.nodeRoot == "") != (b.holderImage == "") {
+		return nil, usageErrorf("--kube-node-root and --kube-holder-image go together (the holder keeps the agent's output volume to read)")
+	}
+	cfg, err := kube.Config(b.kubeconfigPath(), b.context)
+	if err != nil {
+		return nil, err
+	}
+	if k.Client, err = kube.NewClient(cfg); err != nil {
+		return nil, err
+	}
+	return k, nil
+}
+
+// kubeconfigPath is --kubeconfig, $KUBECONFIG, ~/.kube/config if it
+// exists, or "" (the in-cluster account).
+func (b backendFlags) kubeconfigPath() string {
+	if b.kubeconfig != "" {
+		return b.kubeconfig
+	}
+	if v := os.Getenv("KUBECONFIG"); v != "" {
+		return v
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		if p := filepath.Join(home, ".kube", "config"); fileExists(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
