@@ -8,6 +8,7 @@ package e2e
 
 import (
 	"bufio"
+	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -17,7 +18,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"math/big"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -180,7 +184,9 @@ type agWatcher struct {
 	joined time.Time // when both fixtures were connected
 	// held: the gateway was kept from becoming ready until the fixtures
 	// were connected (joined before its start, or paused until then).
-	held   bool
+	held bool
+	// late: the gateway was paused only after it said it listened.
+	late   bool
 	starts map[string]time.Time
 	peak   int64 // the agent container's peak memory, from its cgroup
 	errs   []error
@@ -237,6 +243,11 @@ func (w *agWatcher) loop(sc *bufio.Scanner) {
 		case ev.Type == "network" && ev.Action == "create" && strings.HasSuffix(attrs["name"], "-egress") && w.ours(attrs["name"]):
 			w.wg.Add(1)
 			go func() { defer w.wg.Done(); w.join(attrs["name"]); close(joined) }()
+		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "create" && attrs["mcpsidecar.role"] == "gateway":
+			// From its creation, not its start: the event of its start
+			// comes too late to pause it before it can be ready.
+			w.wg.Add(1)
+			go func() { defer w.wg.Done(); w.holdUntil(ev.Actor.ID, joined) }()
 		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "start":
 			w.mu.Lock()
 			w.starts[attrs["mcpsidecar.role"]] = time.Unix(0, ev.TimeNano)
@@ -244,10 +255,6 @@ func (w *agWatcher) loop(sc *bufio.Scanner) {
 			if attrs["mcpsidecar.role"] == "agent" {
 				w.wg.Add(1)
 				go func() { defer w.wg.Done(); w.samplePeak(ev.Actor.ID) }()
-			}
-			if attrs["mcpsidecar.role"] == "gateway" {
-				w.wg.Add(1)
-				go func() { defer w.wg.Done(); w.holdUntil(ev.Actor.ID, joined) }()
 			}
 		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "die" && attrs["mcpsidecar.role"] == "agent":
 			w.wg.Add(1)
@@ -262,30 +269,53 @@ func (w *agWatcher) ours(network string) bool {
 	return err == nil && out == w.id
 }
 
+// join connects every fixture to network, all at once (the gateway waits,
+// paused, for the slowest).
 func (w *agWatcher) join(network string) {
+	var wg sync.WaitGroup
 	for _, c := range w.fx.all() {
-		if _, err := dockerErr("network", "connect", "--alias", c.alias, network, c.name); err != nil {
-			w.fail(err)
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := dockerErr("network", "connect", "--alias", c.alias, network, c.name); err != nil {
+				w.fail(err)
+			}
+		}()
 	}
+	wg.Wait()
 	w.mu.Lock()
 	w.egress, w.joined = network, time.Now()
 	w.mu.Unlock()
 }
 
-// holdUntil pauses the gateway until the fixtures are connected (when they
-// are not yet): a paused gateway cannot pass the harness's readiness check,
-// so nothing asks it for a fixture name too early.
+// holdUntil pauses the gateway, from the moment it runs, until the
+// fixtures are connected (when they are not yet): a paused gateway cannot
+// pass the harness's readiness check, so nothing asks it for a fixture name
+// too early. The gateway is created ahead of its start and becomes ready
+// within a few hundred milliseconds of it, less than the event of its
+// start and a docker CLI call take under load (the sidecar then found no
+// fixture: "no such host", its servers' tools missing), so the pause is
+// asked of the engine's API from the gateway's creation on, until the
+// engine takes it (it refuses a container not yet running).
 func (w *agWatcher) holdUntil(gateway string, joined chan struct{}) {
-	select {
-	case <-joined:
-		w.setHeld()
+	paused, err := w.pauseOnceRunning(gateway, joined)
+	switch {
+	case errors.Is(err, errGone): // removed before it ran: nothing to hold
 		return
-	default:
-	}
-	if _, err := dockerErr("pause", gateway); err != nil {
+	case err != nil:
 		w.fail(err)
 		return
+	case !paused: // the fixtures joined first
+		w.setHeld()
+		return
+	}
+	// The pause should come before the gateway could answer; one that
+	// already said it listens may have been found ready (explained in the
+	// test's log, should the run then miss a fixture).
+	if out, _ := dockerErr("logs", gateway); strings.Contains(out, "gateway listening") {
+		w.mu.Lock()
+		w.late = true
+		w.mu.Unlock()
 	}
 	select {
 	case <-joined:
@@ -295,6 +325,53 @@ func (w *agWatcher) holdUntil(gateway string, joined chan struct{}) {
 	}
 	if _, err := dockerErr("unpause", gateway); err != nil {
 		w.fail(err)
+	}
+}
+
+// errGone: the container was removed before it could be paused.
+var errGone = errors.New("container removed")
+
+// pauseOnceRunning asks the engine to pause container until it does
+// (true) or the fixtures have joined (false). The engine refuses (409) a
+// container not yet running: it is asked again at once, through its API
+// socket, a few milliseconds per refusal, so the pause lands within
+// milliseconds of the start.
+func (w *agWatcher) pauseOnceRunning(container string, joined chan struct{}) (bool, error) {
+	api := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "unix", "/var/run/docker.sock")
+	}}, Timeout: 10 * time.Second}
+	defer api.CloseIdleConnections()
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(2 * time.Minute)
+	for {
+		select {
+		case <-joined:
+			return false, nil
+		default:
+		}
+		resp, err := api.Post("http://docker/containers/"+container+"/pause", "", nil)
+		if err != nil {
+			return false, fmt.Errorf("pausing the gateway: %w", err)
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
+		resp.Body.Close()
+		switch {
+		case resp.StatusCode == http.StatusNoContent:
+			return true, nil
+		case resp.StatusCode == http.StatusNotFound:
+			return false, errGone
+		case resp.StatusCode != http.StatusConflict: // 409: not running yet
+			return false, fmt.Errorf("pausing the gateway: HTTP %d: %s", resp.StatusCode, body)
+		}
+		select {
+		case <-joined:
+			return false, nil
+		case <-deadline:
+			return false, errors.New("the gateway did not run within 2 minutes of its creation")
+		case <-tick.C:
+		}
 	}
 }
 
@@ -375,6 +452,9 @@ func (w *agWatcher) checkOrder(t *testing.T) {
 	defer w.mu.Unlock()
 	if err := errors.Join(w.errs...); err != nil {
 		t.Errorf("fixture wiring: %v", err)
+	}
+	if w.late {
+		t.Log("fixture wiring: the gateway was paused only after it said it listened; a fixture may have been looked up before it joined")
 	}
 	side, ok := w.starts["sidecar"]
 	switch {

@@ -90,11 +90,14 @@ func (r *crRun) wait(t *testing.T) error {
 
 // crInspect is `docker inspect` of the run's container of role, as soon
 // as it exists (raw JSON, so that every field is searched), or nil. It
-// may run on another goroutine, so it reports with Errorf.
+// may run on another goroutine, so it reports with Errorf. A created
+// container counts (its configuration is all there): the harness creates
+// every container ahead, and a short workload (mcpcall) runs for less
+// than a poll of running containers may take.
 func crInspect(t *testing.T, id, role string, timeout time.Duration) []byte {
 	deadline := time.Now().Add(timeout)
 	for time.Now().Before(deadline) {
-		out, _ := dockerErr("ps", "-q", "--filter", "label=mcpsidecar.e2e="+id, "--filter", "label=mcpsidecar.role="+role)
+		out, _ := dockerErr("ps", "-aq", "--filter", "label=mcpsidecar.e2e="+id, "--filter", "label=mcpsidecar.role="+role)
 		if c := strings.TrimSpace(out); c != "" {
 			b, err := exec.Command("docker", "inspect", strings.Fields(c)[0]).Output()
 			if err == nil {
