@@ -153,3 +153,16 @@ func TestRunNamespacesSelector(t *testing.T) {
 		t.Errorf("RunNamespaces = %+v, want run-a only", got)
 	}
 }
+
+func TestContainerdName(t *testing.T) {
+	for in, want := range map[string]string{
+		"mcpsidecar:0123":        "docker.io/library/mcpsidecar:0123",
+		"team/img:1":             "docker.io/team/img:1",
+		"localhost/p:1":          "localhost/p:1",
+		"reg.example:5000/x/y:2": "reg.example:5000/x/y:2",
+	} {
+		if got := containerdName(in); got != want {
+			t.Errorf("containerdName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -29,7 +29,15 @@ func ParseImageImport(s string) (string, error) {
 // registry. The Docker and ctr command-line tools are used, not the
 // engine's API: dockerx has no image export, and ctr is the client the
 // containerd package ships.
+//
+// An image the containerd already holds under the tag is not imported
+// again: our tags are content hashes (spec.ImageTag), so the same tag is
+// the same image.
 func ImportToContainerd(ctx context.Context, socket, tag string) error {
+	ls := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "ls", "-q", "name=="+containerdName(tag))
+	if out, err := ls.Output(); err == nil && strings.TrimSpace(string(out)) == containerdName(tag) {
+		return nil
+	}
 	save := exec.CommandContext(ctx, "docker", "save", tag)
 	imp := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "import", "-")
 	pipe, err := save.StdoutPipe()
@@ -51,4 +59,17 @@ func ImportToContainerd(ctx context.Context, socket, tag string) error {
 		return fmt.Errorf("importing %s: docker save: %w: %s", tag, err, strings.TrimSpace(saveErr.String()))
 	}
 	return nil
+}
+
+// containerdName is the name containerd gives a Docker short name
+// ("foo:tag" is "docker.io/library/foo:tag").
+func containerdName(tag string) string {
+	first, _, _ := strings.Cut(tag, "/")
+	switch {
+	case !strings.Contains(tag, "/"):
+		return "docker.io/library/" + tag
+	case !strings.ContainsAny(first, ".:") && first != "localhost":
+		return "docker.io/" + tag
+	}
+	return tag
 }

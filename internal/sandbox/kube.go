@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -247,16 +248,34 @@ func (j *job) kubeStop(ctx context.Context) {
 				fmt.Fprintf(j.s.Err, "warning: not collected: %v\n", err)
 			}
 		}
-		if c.Step.Workload {
-			continue
-		}
-		code, err := j.o.Kube.Client.Stop(ctx, j.kube.ns, c.ID, orchestrate.StopGrace+30*time.Second)
-		if err != nil {
-			fmt.Fprintf(j.s.Err, "warning: %v\n", err)
-			continue
-		}
-		c.ExitCode = &code
 	}
+	// The services stop together, except a role that must outlive
+	// another (Step.StopAfter: the gateway of a run whose sidecar closes
+	// its upstream sessions through it), which stops once they have.
+	for _, later := range []bool{false, true} {
+		var wg sync.WaitGroup
+		for _, c := range j.sess.Containers {
+			if c.Step.Workload || (len(c.Step.StopAfter) > 0) != later {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				j.kubeStopService(ctx, c)
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// kubeStopService stops one service's pod and records its exit code.
+func (j *job) kubeStopService(ctx context.Context, c *orchestrate.Container) {
+	code, err := j.o.Kube.Client.Stop(ctx, j.kube.ns, c.ID, orchestrate.StopGrace+30*time.Second)
+	if err != nil {
+		fmt.Fprintf(j.s.Err, "warning: %v\n", err)
+		return
+	}
+	c.ExitCode = &code
 }
 
 // copyNodeOutput copies the files collect reads (runs.RoleFiles and the
