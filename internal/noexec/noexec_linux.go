@@ -146,10 +146,12 @@ func Check(path string) error {
 // SeenBy checks, from the host, that target is a noexec mount in the
 // mount namespace of process pid (a container's init): the answer of the
 // kernel the container runs in, whatever the daemon's namespace.
-// ErrGone means the process ended before it could be read.
+// ErrGone means the process ended before it could be read: reaped (no
+// such file), or ended and not yet reaped, its mount namespace released
+// (the kernel answers EINVAL to opening its mountinfo then).
 func SeenBy(pid int, target string) error {
 	ms, err := readMountinfo(fmt.Sprintf("/proc/%d/mountinfo", pid))
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) {
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL) {
 		return ErrGone
 	}
 	if err != nil {
