@@ -256,58 +256,66 @@ func TestKubeDoctor(t *testing.T) {
 	}
 }
 
-// TestKubeDoctorInterrupted: a SIGINT while the run's namespace exists
-// (its pods being created) ends doctor with 130 and leaves no namespace.
+// TestKubeDoctorInterrupted: a SIGINT while the run's pods are being
+// created (as soon as its namespace exists) or while the agent runs (once
+// the pods phase has ended) ends doctor with 130 and leaves no namespace.
 func TestKubeDoctorInterrupted(t *testing.T) {
 	c := kbClient(t)
-	id, runsDir := kbID(), t.TempDir()
-	t.Cleanup(func() { kbNoNamespace(t, c, id) })
-	cmd, out, errb := kbDoctor(t, id, runsDir)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
+	for _, when := range []string{"creating", "running"} {
+		t.Run(when, func(t *testing.T) {
+			id, runsDir := kbID(), t.TempDir()
+			t.Cleanup(func() { kbNoNamespace(t, c, id) })
+			cmd, out, errb := kbDoctor(t, id, runsDir)
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			reached := func() bool {
+				if when == "running" {
+					return regexp.MustCompile(`\[pods\s*\]\s+[0-9.]+ ms\s+ok`).MatchString(errb.String())
+				}
+				ns, err := c.RunNamespaces(context.Background(), "mcpsidecar.e2e.kube="+id)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return len(ns) > 0
+			}
+			deadline := time.Now().Add(2 * time.Minute)
+			for !reached() {
+				select {
+				case err := <-done:
+					t.Fatalf("doctor ended (%v) before the point of the signal (%s)\nstderr:\n%s", err, when, errb)
+				default:
+				}
+				if time.Now().After(deadline) {
+					_ = cmd.Process.Kill()
+					t.Fatalf("not %s after 2 minutes\nstderr:\n%s", when, errb)
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(3 * time.Minute):
+				_ = cmd.Process.Kill()
+				t.Fatalf("doctor did not end within 3 minutes of SIGINT\nstderr:\n%s", errb)
+			}
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			if code != 130 {
+				t.Errorf("doctor exited %d (%v) after SIGINT, want 130\nstdout:\n%s\nstderr:\n%s", code, err, out, errb)
+			}
+			_, m := kbRunDir(t, runsDir)
+			if m.ExitCode != 130 {
+				t.Errorf("run-metadata.json exit code %d, want 130", m.ExitCode)
+			}
+			t.Logf("stderr:\n%s", errb)
+		})
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		ns, err := c.RunNamespaces(context.Background(), "mcpsidecar.e2e.kube="+id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ns) > 0 {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("doctor ended (%v) before its namespace was seen\nstderr:\n%s", err, errb)
-		default:
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			t.Fatalf("no namespace after 2 minutes\nstderr:\n%s", errb)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	var err error
-	select {
-	case err = <-done:
-	case <-time.After(3 * time.Minute):
-		_ = cmd.Process.Kill()
-		t.Fatalf("doctor did not end within 3 minutes of SIGINT\nstderr:\n%s", errb)
-	}
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	}
-	if code != 130 {
-		t.Errorf("doctor exited %d (%v) after SIGINT, want 130\nstdout:\n%s\nstderr:\n%s", code, err, out, errb)
-	}
-	_, m := kbRunDir(t, runsDir)
-	if m.ExitCode != 130 {
-		t.Errorf("run-metadata.json exit code %d, want 130", m.ExitCode)
-	}
-	t.Logf("stderr:\n%s", errb)
 }
