@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -109,8 +110,13 @@ func kbID() string {
 // kbDoctor is `mcpsidecar doctor` on the test cluster; its namespaces
 // carry mcpsidecar.e2e.kube=id.
 func kbDoctor(t *testing.T, id, runsDir string) (*exec.Cmd, *bytes.Buffer, *kbBuffer) {
+	return kbCommand(t, "doctor", id, runsDir)
+}
+
+// kbCommand is doctor or test-sandbox on the test cluster.
+func kbCommand(t *testing.T, command, id, runsDir string) (*exec.Cmd, *bytes.Buffer, *kbBuffer) {
 	state := kbState()
-	cmd := exec.Command(kbBinary(t), "doctor", "--backend", "kubernetes", "--allow-old-engine", "--runs-dir", runsDir,
+	cmd := exec.Command(kbBinary(t), command, "--backend", "kubernetes", "--allow-old-engine", "--runs-dir", runsDir,
 		"--kube-image-import", "containerd:"+filepath.Join(state, "containerd", "containerd.sock"),
 		"--kube-node-root", filepath.Join(state, "kubelet"), "--kube-holder-image", "localhost/mcpsidecar-kube-pause:1",
 		"--kube-pod-addresses")
@@ -317,5 +323,77 @@ func TestKubeDoctorInterrupted(t *testing.T) {
 			}
 			t.Logf("stderr:\n%s", errb)
 		})
+	}
+}
+
+// kbKnownGaps are the probes that find a violation on the Kubernetes
+// backend and not on Docker: what the mapping cannot express
+// (docs/kubernetes.md, "What has no Kubernetes form"). T12: an emptyDir
+// takes no noexec, so a library the workload writes can be mapped
+// executable; T16: no per-container pids limit; T18: no RLIMIT_FSIZE.
+var kbKnownGaps = []string{"T12", "T16", "T18"}
+
+// TestKubeTestSandbox: the probe suite runs in the agent pod on the
+// cluster, its report is collected, the verdict is exactly the known
+// gaps of the mapping (exit 4), and no namespace is left. A new
+// violation, or a gap closed, fails the test: update kbKnownGaps and the
+// docs together.
+func TestKubeTestSandbox(t *testing.T) {
+	c := kbClient(t)
+	id, runsDir := kbID(), t.TempDir()
+	t.Cleanup(func() { kbNoNamespace(t, c, id) })
+	cmd, out, errb := kbCommand(t, "test-sandbox", id, runsDir)
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	if code != 4 {
+		t.Errorf("test-sandbox exited %d, want 4 (the known gaps %v)\nstdout:\n%s\nstderr:\n%s", code, kbKnownGaps, out, errb)
+	}
+	dir, _ := kbRunDir(t, runsDir)
+	b, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatalf("report.json not collected: %v\nstderr:\n%s", err, errb)
+	}
+	var got []string
+	pass := 0
+	var walk func(any)
+	walk = func(o any) {
+		switch v := o.(type) {
+		case map[string]any:
+			if verdict, ok := v["verdict"].(string); ok {
+				if id, _ := v["id"].(string); id != "" {
+					switch verdict {
+					case "violation":
+						got = append(got, id)
+					case "pass":
+						pass++
+					}
+					return
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	var r any
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	walk(r)
+	slices.Sort(got)
+	if !slices.Equal(got, kbKnownGaps) {
+		t.Errorf("violations %v, want exactly the known gaps %v", got, kbKnownGaps)
+	}
+	if pass < 150 {
+		t.Errorf("%d probes passed, want at least 150 (182 of 256 passed here on 2026-12-02; 187 with the Docker backend)", pass)
 	}
 }

@@ -18,7 +18,7 @@ const (
 )
 
 // backendFlags choose where the roles run (issue 20). Only doctor takes
-// them so far.
+// them so far (doctor and test-sandbox).
 type backendFlags struct {
 	backend, kubeconfig, context, prefix string
 	imageImport, nodeRoot, holderImage   string

@@ -12,6 +12,7 @@ import (
 
 func newTestSandboxCmd(s Streams) *cobra.Command {
 	o := sandboxOptions{command: "test-sandbox", workload: orchestrate.WorkloadProbe}
+	var b backendFlags
 	cmd := &cobra.Command{
 		Use:   "test-sandbox",
 		Short: "Measure the sandbox from inside with the probe suite; exit 4 on a violation",
@@ -25,6 +26,10 @@ a run directory or a run id) and lists every probe whose verdict changed.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := o.validate(); err != nil {
+				return err
+			}
+			var err error
+			if o.kube, err = b.kube(o.keep); err != nil {
 				return err
 			}
 			if o.own.image != "" {
@@ -48,6 +53,7 @@ a run directory or a run id) and lists every probe whose verdict changed.`,
 		},
 	}
 	o.addFlags(cmd, false)
+	b.add(cmd) // backend.go
 	addWorkloadFlags(cmd, &o.own) // --image: the probe suite in the user's image, under the launcher
 	f := cmd.Flags()
 	f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's raw evidence in report.json (default: removed)")
