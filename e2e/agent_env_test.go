@@ -182,11 +182,12 @@ type agWatcher struct {
 	mu     sync.Mutex
 	egress string
 	joined time.Time // when both fixtures were connected
-	// held: the gateway was kept from becoming ready until the fixtures
-	// were connected (joined before its start, or paused until then).
-	held bool
-	// late: the gateway was paused only after it said it listened.
-	late   bool
+	// held: by role (gateway, sidecar), the service was kept from becoming
+	// ready until the fixtures were connected (joined before it ran, or
+	// paused until then).
+	held map[string]bool
+	// late: the roles paused only after they said they listened.
+	late   []string
 	starts map[string]time.Time
 	peak   int64 // the agent container's peak memory, from its cgroup
 	errs   []error
@@ -205,7 +206,7 @@ type agEvent struct {
 
 func agWatch(t *testing.T, id string, fx agFixtures) *agWatcher {
 	t.Helper()
-	w := &agWatcher{id: id, fx: fx, done: make(chan struct{}), ready: make(chan struct{}), starts: map[string]time.Time{}}
+	w := &agWatcher{id: id, fx: fx, done: make(chan struct{}), ready: make(chan struct{}), starts: map[string]time.Time{}, held: map[string]bool{}}
 	w.cmd = exec.Command("docker", "events", "--format", "{{json .}}", "--filter", "type=network", "--filter", "type=container")
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
@@ -243,11 +244,13 @@ func (w *agWatcher) loop(sc *bufio.Scanner) {
 		case ev.Type == "network" && ev.Action == "create" && strings.HasSuffix(attrs["name"], "-egress") && w.ours(attrs["name"]):
 			w.wg.Add(1)
 			go func() { defer w.wg.Done(); w.join(attrs["name"]); close(joined) }()
-		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "create" && attrs["mcpsidecar.role"] == "gateway":
+		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "create" &&
+			(attrs["mcpsidecar.role"] == "gateway" || attrs["mcpsidecar.role"] == "sidecar"):
 			// From its creation, not its start: the event of its start
 			// comes too late to pause it before it can be ready.
+			role := attrs["mcpsidecar.role"]
 			w.wg.Add(1)
-			go func() { defer w.wg.Done(); w.holdUntil(ev.Actor.ID, joined) }()
+			go func() { defer w.wg.Done(); w.holdUntil(role, ev.Actor.ID, joined) }()
 		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "start":
 			w.mu.Lock()
 			w.starts[attrs["mcpsidecar.role"]] = time.Unix(0, ev.TimeNano)
@@ -288,42 +291,45 @@ func (w *agWatcher) join(network string) {
 	w.mu.Unlock()
 }
 
-// holdUntil pauses the gateway, from the moment it runs, until the
-// fixtures are connected (when they are not yet): a paused gateway cannot
-// pass the harness's readiness check, so nothing asks it for a fixture name
-// too early. The gateway is created ahead of its start and becomes ready
-// within a few hundred milliseconds of it, less than the event of its
-// start and a docker CLI call take under load (the sidecar then found no
-// fixture: "no such host", its servers' tools missing), so the pause is
-// asked of the engine's API from the gateway's creation on, until the
-// engine takes it (it refuses a container not yet running).
-func (w *agWatcher) holdUntil(gateway string, joined chan struct{}) {
-	paused, err := w.pauseOnceRunning(gateway, joined)
+// holdUntil pauses a service (the gateway, and the sidecar, the first role
+// to look a fixture name up), from the moment it runs, until the fixtures
+// are connected (when they are not yet): a paused service cannot pass the
+// harness's readiness check, so nothing asks the gateway for a fixture name
+// too early. The services are created ahead of their start, and the gateway
+// listens within milliseconds of it, less than the event of its start and a
+// docker CLI call take under load (the sidecar then found no fixture, "no
+// such host", and its servers' tools were missing), so the pause is asked
+// of the engine's API from the creation on, until the engine takes it (it
+// refuses a container not yet running). The sidecar, started ahead of the
+// gateway and released only once the gateway is ready, is paused long
+// before it could run, even when the gateway's pause comes late.
+func (w *agWatcher) holdUntil(role, container string, joined chan struct{}) {
+	paused, err := w.pauseOnceRunning(container, joined)
 	switch {
 	case errors.Is(err, errGone): // removed before it ran: nothing to hold
 		return
 	case err != nil:
-		w.fail(err)
+		w.fail(fmt.Errorf("pausing the %s: %w", role, err))
 		return
 	case !paused: // the fixtures joined first
-		w.setHeld()
+		w.setHeld(role)
 		return
 	}
-	// The pause should come before the gateway could answer; one that
+	// The pause should come before the service could answer; one that
 	// already said it listens may have been found ready (explained in the
 	// test's log, should the run then miss a fixture).
-	if out, _ := dockerErr("logs", gateway); strings.Contains(out, "gateway listening") {
+	if out, _ := dockerErr("logs", container); strings.Contains(out, role+" listening") {
 		w.mu.Lock()
-		w.late = true
+		w.late = append(w.late, role)
 		w.mu.Unlock()
 	}
 	select {
 	case <-joined:
-		w.setHeld()
+		w.setHeld(role)
 	case <-time.After(time.Minute):
 		w.fail(errors.New("the fixtures did not join the egress network within a minute"))
 	}
-	if _, err := dockerErr("unpause", gateway); err != nil {
+	if _, err := dockerErr("unpause", container); err != nil {
 		w.fail(err)
 	}
 }
@@ -353,7 +359,7 @@ func (w *agWatcher) pauseOnceRunning(container string, joined chan struct{}) (bo
 		}
 		resp, err := api.Post("http://docker/containers/"+container+"/pause", "", nil)
 		if err != nil {
-			return false, fmt.Errorf("pausing the gateway: %w", err)
+			return false, err
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 500))
 		resp.Body.Close()
@@ -363,21 +369,21 @@ func (w *agWatcher) pauseOnceRunning(container string, joined chan struct{}) (bo
 		case resp.StatusCode == http.StatusNotFound:
 			return false, errGone
 		case resp.StatusCode != http.StatusConflict: // 409: not running yet
-			return false, fmt.Errorf("pausing the gateway: HTTP %d: %s", resp.StatusCode, body)
+			return false, fmt.Errorf("HTTP %d: %s", resp.StatusCode, body)
 		}
 		select {
 		case <-joined:
 			return false, nil
 		case <-deadline:
-			return false, errors.New("the gateway did not run within 2 minutes of its creation")
+			return false, errors.New("not running 2 minutes after its creation")
 		case <-tick.C:
 		}
 	}
 }
 
-func (w *agWatcher) setHeld() {
+func (w *agWatcher) setHeld(role string) {
 	w.mu.Lock()
-	w.held = true
+	w.held[role] = true
 	w.mu.Unlock()
 }
 
@@ -444,8 +450,8 @@ func (w *agWatcher) stop() {
 // its container started, or, when the harness starts a held sidecar beside
 // the gateway (engines before 26: the sidecar does nothing until it is
 // released, once the gateway is ready), before the gateway could become
-// ready: the watcher saw the join before the gateway's start was handled,
-// or paused the gateway until it.
+// ready: the watcher saw the join before the sidecar or the gateway ran,
+// or paused it until the join.
 func (w *agWatcher) checkOrder(t *testing.T) {
 	t.Helper()
 	w.mu.Lock()
@@ -453,8 +459,8 @@ func (w *agWatcher) checkOrder(t *testing.T) {
 	if err := errors.Join(w.errs...); err != nil {
 		t.Errorf("fixture wiring: %v", err)
 	}
-	if w.late {
-		t.Log("fixture wiring: the gateway was paused only after it said it listened; a fixture may have been looked up before it joined")
+	if len(w.late) > 0 {
+		t.Logf("fixture wiring: paused only after they said they listened: %v", w.late)
 	}
 	side, ok := w.starts["sidecar"]
 	switch {
@@ -462,7 +468,7 @@ func (w *agWatcher) checkOrder(t *testing.T) {
 		t.Error("the fixtures never joined the run's egress network")
 	case !ok:
 		t.Error("no start event for the sidecar")
-	case !w.joined.Before(side) && !w.held:
-		t.Errorf("fixtures joined at %s, after the sidecar started at %s, and the gateway was not held until then", w.joined, side)
+	case !w.joined.Before(side) && !w.held["sidecar"] && !w.held["gateway"]:
+		t.Errorf("fixtures joined at %s, after the sidecar started at %s, and neither the sidecar nor the gateway was held until then", w.joined, side)
 	}
 }
