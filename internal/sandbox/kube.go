@@ -80,6 +80,7 @@ func kubePlanInput(next func(*orchestrate.Input) error) func(*orchestrate.Input)
 func (j *job) kubeApply(ctx context.Context) error {
 	k := j.o.Kube
 	j.kube = &kubeRun{k: k}
+	j.kubeEngineNote()
 	in := kube.Input{Plan: j.sess.Plan, Profile: j.profile, RuntimeImage: j.image.Tag, NamespacePrefix: k.NamespacePrefix,
 		Token: token(), RuntimeDefaultSeccomp: k.NodeRoot == ""}
 	if err := j.phases.do("kube-image", func() error { return j.kubePrepare(ctx, in) }); err != nil {
@@ -107,6 +108,17 @@ func (j *job) kubeApply(ctx context.Context) error {
 		}
 	}
 	return j.phases.do(orchestrate.PhaseWait, func() error { return j.kubeWait(ctx, run.Namespace) })
+}
+
+// kubeEngineNote qualifies the old-engine degradation checkEngine
+// recorded: on this backend Docker only builds the image, so none of the
+// Docker workarounds it names applies.
+func (j *job) kubeEngineNote() {
+	for i, d := range j.meta.Degradations {
+		if strings.HasPrefix(d, "Docker Engine ") && strings.Contains(d, "accepted by --allow-old-engine") {
+			j.meta.Degradations[i] = d + " (Kubernetes backend: this engine only built the image; no role ran on it and none was held)"
+		}
+	}
 }
 
 // holderName is the agent pod's volume-holding container.

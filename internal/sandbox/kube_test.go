@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // TestCopyRegular: a role's output volume was writable by the sandboxed
@@ -122,3 +123,11 @@ func TestAddHolder(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+func TestKubeEngineNote(t *testing.T) {
+	j := &job{meta: runs.Metadata{Degradations: []string{"Docker Engine 20.10 is older than 26: ...; accepted by --allow-old-engine: held", "other"}}}
+	j.kubeEngineNote()
+	if !strings.HasSuffix(j.meta.Degradations[0], "no role ran on it and none was held)") || j.meta.Degradations[1] != "other" {
+		t.Errorf("degradations %q", j.meta.Degradations)
+	}
+}
