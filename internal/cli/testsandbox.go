@@ -53,7 +53,7 @@ a run directory or a run id) and lists every probe whose verdict changed.`,
 		},
 	}
 	o.addFlags(cmd, false)
-	b.add(cmd) // backend.go
+	b.add(cmd)                    // backend.go
 	addWorkloadFlags(cmd, &o.own) // --image: the probe suite in the user's image, under the launcher
 	f := cmd.Flags()
 	f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's raw evidence in report.json (default: removed)")
