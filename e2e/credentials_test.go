@@ -110,6 +110,20 @@ func crInspect(t *testing.T, id, role string, timeout time.Duration) []byte {
 	return nil
 }
 
+// crWaitRunning waits until the run's container of role is running.
+func crWaitRunning(t *testing.T, id, role string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		out, _ := dockerErr("ps", "-q", "--filter", "status=running", "--filter", "label=mcpsidecar.e2e="+id, "--filter", "label=mcpsidecar.role="+role)
+		if strings.TrimSpace(out) != "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the %s container of run %s was not running within %s", role, id, timeout)
+}
+
 // crEnv is the Env of a `docker inspect` document, as NAME -> value.
 func crEnv(t *testing.T, inspect []byte) map[string]string {
 	t.Helper()
@@ -209,6 +223,10 @@ func TestPlaceholderToOtherHostRefused(t *testing.T) {
 	r := crStart(t, s, "task", "--x-workload-cmd", "x-sleep,25s")
 	agentEnv := crEnv(t, crInspect(t, r.id, "agent", 2*time.Minute))
 	placeholder := agentEnv["OPENAI_API_KEY"]
+	// The stand-in joins the internal network with an address the engine
+	// picks; the agent's fixed address there is only taken when the agent
+	// starts (it is created ahead), so wait until it runs (it sleeps 25 s).
+	crWaitRunning(t, r.id, "agent", 2*time.Minute)
 	internal := ""
 	for _, n := range strings.Fields(docker(t, "network", "ls", "--format", "{{.Name}}", "--filter", "label=mcpsidecar.e2e="+r.id)) {
 		if strings.HasSuffix(n, "-internal") {
