@@ -209,19 +209,23 @@ func checkSeedTask(lines []auditLine, auditErr error) []agent.Check {
 	return []agent.Check{read, search}
 }
 
-func readAudit(path string) ([]auditLine, error) {
+func readAudit(path string) ([]auditLine, error) { return readLines[auditLine](path) }
+
+// readLines reads the JSON lines of a small file (blank lines skipped),
+// naming the file and line of the first that does not parse.
+func readLines[T any](path string) ([]T, error) {
 	b, err := readSmall(path)
 	if err != nil {
 		return nil, err
 	}
-	var out []auditLine
+	var out []T
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for n := 1; sc.Scan(); n++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
-		var l auditLine
+		var l T
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
 			return nil, fmt.Errorf("%s line %d: %w", filepath.Base(path), n, err)
 		}

@@ -1,9 +1,6 @@
 package verdict
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -49,21 +46,12 @@ type auditCallLine struct {
 
 // ReadCalls reads the call_start and tools/call lines of the audit at path.
 func ReadCalls(path string) (Calls, error) {
-	b, err := readSmall(path)
+	lines, err := readLines[auditCallLine](path)
 	if err != nil {
 		return Calls{}, err
 	}
 	c := Calls{Started: map[string]bool{}, Ended: map[string]bool{}}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var l auditCallLine
-		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
-			return Calls{}, fmt.Errorf("%s line %d: %w", filepath.Base(path), n, err)
-		}
+	for _, l := range lines {
 		switch l.Kind {
 		case auditKindCallStart:
 			c.Started[l.CorrelationID] = true
@@ -73,9 +61,6 @@ func ReadCalls(path string) (Calls, error) {
 				c.Interrupted++
 			}
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return Calls{}, err
 	}
 	for id := range c.Started {
 		if !c.Ended[id] {
@@ -146,24 +131,7 @@ type decisionScope struct {
 }
 
 func readDecisionScopes(path string) ([]decisionScope, error) {
-	b, err := readSmall(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []decisionScope
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for n := 1; sc.Scan(); n++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var d decisionScope
-		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", filepath.Base(path), n, err)
-		}
-		out = append(out, d)
-	}
-	return out, sc.Err()
+	return readLines[decisionScope](path)
 }
 
 // RolesStopped checks that every service role (gateway, sidecar) stopped
