@@ -33,7 +33,7 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	f.StringVar(&b.context, "context", "", "kubeconfig context (default its current one)")
 	f.StringVar(&b.prefix, "namespace-prefix", kube.DefaultNamespacePrefix, "start of each run namespace's name")
 	f.StringVar(&b.imageImport, "kube-image-import", "",
-		"bring our image to a node on this machine: "+kube.ImageImport+"SOCKET imports it into that containerd (docker save, ctr import); unset, the cluster must hold it")
+		"bring our image to a node on this machine: "+kube.ImageImport+"SOCKET imports it into that containerd (the engine's image export, ctr import); unset, the cluster must hold it")
 	f.StringVar(&b.nodeRoot, "kube-node-root", "",
 		"the kubelet root directory of the cluster's one node, when that node is this machine: our seccomp profile is installed there and the roles' output files are read from their volumes; unset, the pods use the runtime's default seccomp profile and no output file is collected")
 	f.StringVar(&b.holderImage, "kube-holder-image", "",

@@ -80,6 +80,16 @@ func (c *Client) InspectImage(ctx context.Context, ref string) (ImageInfo, bool,
 	return info, true, nil
 }
 
+// SaveImage streams ref from the engine as an image archive (docker save's
+// format); the caller closes it.
+func (c *Client) SaveImage(ctx context.Context, ref string) (io.ReadCloser, error) {
+	r, err := c.api.ImageSave(ctx, []string{ref})
+	if err != nil {
+		return nil, fmt.Errorf("exporting image %s: %w", ref, err)
+	}
+	return r, nil
+}
+
 // BuildImage builds img with the classic builder from an in-memory context.
 func (c *Client) BuildImage(ctx context.Context, img ImageFiles) error {
 	files := append([]File{{Name: "Dockerfile", Mode: 0o644, Data: img.Dockerfile}}, img.Context...)

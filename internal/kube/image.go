@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os/exec"
 	"strings"
 )
@@ -22,41 +23,31 @@ func ParseImageImport(s string) (string, error) {
 }
 
 // ImportToContainerd brings an image of the local Docker engine to a
-// containerd on this machine without a registry: docker save piped into
-// ctr's import, in the namespace the kubelet's CRI uses (k8s.io). It is
-// for a cluster whose node is this machine (the test cluster of
-// scripts/kube-test-cluster.sh); a real cluster takes the image from a
-// registry. The Docker and ctr command-line tools are used, not the
-// engine's API: dockerx has no image export, and ctr is the client the
+// containerd on this machine without a registry: the engine's image
+// archive (save, the Docker API's export) piped into ctr's import, in the
+// namespace the kubelet's CRI uses (k8s.io). It is for a cluster whose
+// node is this machine (the test cluster of scripts/kube-test-cluster.sh);
+// a real cluster takes the image from a registry. ctr is the client the
 // containerd package ships.
 //
 // An image the containerd already holds under the tag is not imported
 // again: our tags are content hashes (spec.ImageTag), so the same tag is
 // the same image.
-func ImportToContainerd(ctx context.Context, socket, tag string) error {
+func ImportToContainerd(ctx context.Context, socket, tag string, save func(context.Context, string) (io.ReadCloser, error)) error {
 	ls := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "ls", "-q", "name=="+containerdName(tag))
 	if out, err := ls.Output(); err == nil && strings.TrimSpace(string(out)) == containerdName(tag) {
 		return nil
 	}
-	save := exec.CommandContext(ctx, "docker", "save", tag)
-	imp := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "import", "-")
-	pipe, err := save.StdoutPipe()
+	archive, err := save(ctx, tag)
 	if err != nil {
 		return fmt.Errorf("importing %s: %w", tag, err)
 	}
-	imp.Stdin = pipe
-	var saveErr, impOut bytes.Buffer
-	save.Stderr, imp.Stdout, imp.Stderr = &saveErr, &impOut, &impOut
-	if err := save.Start(); err != nil {
-		return fmt.Errorf("importing %s: starting docker save: %w", tag, err)
-	}
+	defer archive.Close()
+	imp := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "import", "-")
+	var impOut bytes.Buffer
+	imp.Stdin, imp.Stdout, imp.Stderr = archive, &impOut, &impOut
 	if err := imp.Run(); err != nil {
-		_ = save.Process.Kill()
-		_ = save.Wait()
 		return fmt.Errorf("importing %s into containerd %s: ctr: %w: %s", tag, socket, err, strings.TrimSpace(impOut.String()))
-	}
-	if err := save.Wait(); err != nil {
-		return fmt.Errorf("importing %s: docker save: %w: %s", tag, err, strings.TrimSpace(saveErr.String()))
 	}
 	return nil
 }

@@ -172,7 +172,13 @@ func (j *job) kubePrepare(ctx context.Context, in kube.Input) error {
 	if k.ImportSocket == "" {
 		return nil
 	}
-	return kube.ImportToContainerd(ctx, k.ImportSocket, in.RuntimeImage)
+	saver, ok := j.sess.Engine.(interface {
+		SaveImage(context.Context, string) (io.ReadCloser, error)
+	})
+	if !ok {
+		return fmt.Errorf("importing %s: the engine cannot export images", in.RuntimeImage)
+	}
+	return kube.ImportToContainerd(ctx, k.ImportSocket, in.RuntimeImage, saver.SaveImage)
 }
 
 // installSeccomp writes each seccomp profile of the plan (the text the
