@@ -17,12 +17,13 @@ const (
 	envBackend        = "MCPSIDECAR_BACKEND"
 )
 
-// backendFlags choose where the roles run (issue 20). Only doctor takes
-// them so far (doctor and test-sandbox).
+// backendFlags choose where the roles run (issue 20): run, doctor and
+// test-sandbox take them.
 type backendFlags struct {
 	backend, kubeconfig, context, prefix string
 	imageImport, nodeRoot, holderImage   string
 	podAddresses                         bool
+	gatewayHosts                         []string
 }
 
 func (b *backendFlags) add(cmd *cobra.Command) {
@@ -39,10 +40,12 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	f.StringVar(&b.holderImage, "kube-holder-image", "",
 		"with --kube-node-root: an image that waits until stopped (a pause image), run beside the agent so its output volume outlives it")
 	f.BoolVar(&b.podAddresses, "kube-pod-addresses", false, "address the roles by their pods' addresses, not their Services' (clusters without kube-proxy)")
+	f.StringArrayVar(&b.gatewayHosts, "kube-gateway-host", nil,
+		"NAME=ADDRESS: the gateway pod resolves NAME to ADDRESS from its /etc/hosts instead of asking the cluster's DNS (repeatable; for a cluster without DNS, or a name only your resolver knows); the spec's rules still apply to both")
 }
 
 // kube checks the flags and, for the Kubernetes backend, connects.
-func (b backendFlags) kube(keep bool) (*sandbox.Kube, error) {
+func (b backendFlags) kube(o sandboxOptions) (*sandbox.Kube, error) {
 	switch b.backend {
 	case backendDocker:
 		return nil, nil
@@ -50,8 +53,11 @@ func (b backendFlags) kube(keep bool) (*sandbox.Kube, error) {
 	default:
 		return nil, usageErrorf("--backend %q: want %s or %s", b.backend, backendDocker, backendKubernetes)
 	}
-	if keep {
+	if o.keep {
 		return nil, usageErrorf("--keep is not supported with --backend %s yet", backendKubernetes)
+	}
+	if o.squid() {
+		return nil, usageErrorf("--gateway-engine squid is not supported with --backend %s: the Squid image is not brought to the cluster; use the default gateway", backendKubernetes)
 	}
 	k := &sandbox.Kube{NamespacePrefix: b.prefix, NodeRoot: b.nodeRoot, HolderImage: b.holderImage, PodAddresses: b.podAddresses}
 	if b.imageImport != "" {
@@ -60,6 +66,13 @@ func (b backendFlags) kube(keep bool) (*sandbox.Kube, error) {
 			return nil, usageErrorf("--kube-image-import: %v", err)
 		}
 		k.ImportSocket = sock
+	}
+	for _, h := range b.gatewayHosts {
+		e, err := kube.ParseHostEntry(h)
+		if err != nil {
+			return nil, usageErrorf("--kube-gateway-host %v", err)
+		}
+		k.GatewayHosts = append(k.GatewayHosts, e)
 	}
 	if b.nodeRoot != "" && !filepath.IsAbs(b.nodeRoot) {
 		return nil, usageErrorf("--kube-node-root %q: want an absolute path", b.nodeRoot)

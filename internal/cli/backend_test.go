@@ -12,20 +12,22 @@ func TestBackendFlags(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		b       backendFlags
-		keep    bool
+		o       sandboxOptions
 		wantErr string
 	}{
-		{"docker", backendFlags{backend: "docker"}, true, ""},
-		{"unknown", backendFlags{backend: "nomad"}, false, `--backend "nomad"`},
-		{"keep", backendFlags{backend: "kubernetes"}, true, "--keep is not supported"},
-		{"import", backendFlags{backend: "kubernetes", imageImport: "registry:x"}, false, "--kube-image-import"},
-		{"import-relative", backendFlags{backend: "kubernetes", imageImport: "containerd:run/c.sock"}, false, "--kube-image-import"},
-		{"node-root-relative", backendFlags{backend: "kubernetes", nodeRoot: "kubelet", holderImage: "p"}, false, "--kube-node-root"},
-		{"node-root-alone", backendFlags{backend: "kubernetes", nodeRoot: "/var/lib/kubelet"}, false, "go together"},
-		{"holder-alone", backendFlags{backend: "kubernetes", holderImage: "pause"}, false, "go together"},
+		{"docker", backendFlags{backend: "docker"}, sandboxOptions{keep: true, gatewayEngine: "squid"}, ""},
+		{"unknown", backendFlags{backend: "nomad"}, sandboxOptions{}, `--backend "nomad"`},
+		{"keep", backendFlags{backend: "kubernetes"}, sandboxOptions{keep: true}, "--keep is not supported"},
+		{"squid", backendFlags{backend: "kubernetes"}, sandboxOptions{gatewayEngine: "squid"}, "--gateway-engine squid is not supported"},
+		{"import", backendFlags{backend: "kubernetes", imageImport: "registry:x"}, sandboxOptions{}, "--kube-image-import"},
+		{"import-relative", backendFlags{backend: "kubernetes", imageImport: "containerd:run/c.sock"}, sandboxOptions{}, "--kube-image-import"},
+		{"node-root-relative", backendFlags{backend: "kubernetes", nodeRoot: "kubelet", holderImage: "p"}, sandboxOptions{}, "--kube-node-root"},
+		{"node-root-alone", backendFlags{backend: "kubernetes", nodeRoot: "/var/lib/kubelet"}, sandboxOptions{}, "go together"},
+		{"holder-alone", backendFlags{backend: "kubernetes", holderImage: "pause"}, sandboxOptions{}, "go together"},
+		{"gateway-host", backendFlags{backend: "kubernetes", gatewayHosts: []string{"model.test=10.237.0.9", "model.test"}}, sandboxOptions{}, `--kube-gateway-host "model.test": want NAME=ADDRESS`},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			k, err := tt.b.kube(tt.keep)
+			k, err := tt.b.kube(tt.o)
 			if tt.wantErr == "" {
 				if err != nil || k != nil {
 					t.Fatalf("kube() = %v, %v; want nil, nil", k, err)

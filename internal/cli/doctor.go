@@ -29,7 +29,7 @@ money on a model. The record lands in a run directory like any run's.`,
 				return err
 			}
 			var err error
-			if o.kube, err = b.kube(o.keep); err != nil {
+			if o.kube, err = b.kube(o); err != nil {
 				return err
 			}
 			_, err = runSandbox(cmd.Context(), s, o)

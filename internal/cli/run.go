@@ -183,6 +183,7 @@ func (o sandboxOptions) validate() error {
 
 func newRunCmd(s Streams) *cobra.Command {
 	o := sandboxOptions{command: "run", workload: orchestrate.WorkloadAgent}
+	var b backendFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Run the agent in a hardened, disposable sandbox and keep the record",
@@ -194,6 +195,11 @@ and Ctrl-C alike (a second Ctrl-C forces an exit; "mcpsidecar gc" cleans up).
 
 Phases, each one progress line on stderr: spec, preflight, image, run-dir,
 networks, gateway, sidecar, agent, wait, collect, teardown.
+
+With --backend kubernetes the roles run as three pods in a namespace of the
+run's own (phases: ..., run-dir, kube-image, pods, wait, collect, teardown),
+the namespace is deleted on every path, and the record is the same
+(docs/kubernetes.md). Docker still builds the image.
 
 Environment: OPENAI_API_KEY (required by openai_agents), OPENAI_BASE_URL (any
 OpenAI-compatible /v1 endpoint; its host, with the port when not 80/443, must be
@@ -211,11 +217,16 @@ error says "certificate signed by unknown authority".`,
 			if err := o.validate(); err != nil {
 				return err
 			}
-			_, err := runSandbox(cmd.Context(), s, o)
+			var err error
+			if o.kube, err = b.kube(o); err != nil {
+				return err
+			}
+			_, err = runSandbox(cmd.Context(), s, o)
 			return err
 		},
 	}
 	o.addFlags(cmd, true)
+	b.add(cmd) // backend.go
 	addWorkloadFlags(cmd, &o.own)
 	addProgressFlags(cmd, &o) // progress.go
 	return cmd

@@ -29,7 +29,7 @@ a run directory or a run id) and lists every probe whose verdict changed.`,
 				return err
 			}
 			var err error
-			if o.kube, err = b.kube(o.keep); err != nil {
+			if o.kube, err = b.kube(o); err != nil {
 				return err
 			}
 			if o.own.image != "" {

@@ -61,6 +61,35 @@ type Input struct {
 	// one is refused. The gateway's NetworkPolicy opens it on the
 	// gateway's ports.
 	HostGatewayIP string
+	// GatewayHosts are /etc/hosts entries for the gateway pod only: names
+	// the egress gateway resolves to these addresses instead of asking the
+	// cluster's DNS (a cluster without DNS, as the test cluster; a name
+	// only the user's private resolver knows). The gateway still applies
+	// the spec's rules to the name and to the address. No other role gets
+	// them: the agent and the sidecar reach nothing but the gateway.
+	GatewayHosts []HostEntry
+}
+
+// HostEntry is one /etc/hosts name and its address.
+type HostEntry struct {
+	Name string
+	IP   netip.Addr
+}
+
+// ParseHostEntry reads NAME=ADDRESS (one host name, one IP address).
+func ParseHostEntry(s string) (HostEntry, error) {
+	name, addr, ok := strings.Cut(s, "=")
+	if !ok {
+		return HostEntry{}, fmt.Errorf("%q: want NAME=ADDRESS", s)
+	}
+	if errs := validation.IsDNS1123Subdomain(strings.ToLower(name)); len(errs) > 0 || name != strings.ToLower(name) {
+		return HostEntry{}, fmt.Errorf("%q: %q is not a lower-case host name", s, name)
+	}
+	ip, err := netip.ParseAddr(addr)
+	if err != nil || ip.Zone() != "" || ip.IsUnspecified() {
+		return HostEntry{}, fmt.Errorf("%q: %q is not one IP address", s, addr)
+	}
+	return HostEntry{Name: name, IP: ip.Unmap()}, nil
 }
 
 // hostGateway is Docker's name for the host's address in extra hosts.
@@ -85,6 +114,11 @@ func (in Input) validate() error {
 	if in.HostGatewayIP != "" {
 		if ip, err := netip.ParseAddr(in.HostGatewayIP); err != nil || ip.IsUnspecified() || ip.Zone() != "" {
 			return fmt.Errorf("mapping run %s to Kubernetes: host gateway address %q is not one address", in.Plan.RunID, in.HostGatewayIP)
+		}
+	}
+	for _, h := range in.GatewayHosts {
+		if !h.IP.IsValid() || h.Name == "" {
+			return fmt.Errorf("mapping run %s to Kubernetes: gateway host entry %q=%v: want a name and an address", in.Plan.RunID, h.Name, h.IP)
 		}
 	}
 	name := in.NamespaceName()

@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
@@ -322,5 +323,62 @@ func TestNetguardInit(t *testing.T) {
 	}
 	if got := pods[0].Spec.InitContainers[0].Args; !slices.Equal(got, []string{"netguard"}) {
 		t.Errorf("no-network netguard args = %v, want none allowed", got)
+	}
+}
+
+// TestGatewayHosts: the entries reach the gateway pod's /etc/hosts and no
+// other pod's (the agent and the sidecar resolve nothing but the
+// gateway's and sidecar's services).
+func TestGatewayHosts(t *testing.T) {
+	in := input(t, "default", orchestrate.WorkloadAgent)
+	in.GatewayHosts = []HostEntry{{Name: "fake-model.e2e.test", IP: netip.MustParseAddr("10.237.0.40")}, {Name: "learn.microsoft.com", IP: netip.MustParseAddr("10.237.0.40")}}
+	pods, _, err := Pods(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods {
+		var names []string
+		for _, h := range p.Spec.HostAliases {
+			if h.IP == "10.237.0.40" {
+				names = append(names, h.Hostnames...)
+			}
+		}
+		want := []string(nil)
+		if p.Name == PodName(orchestrate.RoleGateway) {
+			want = []string{"fake-model.e2e.test", "learn.microsoft.com"}
+		}
+		if !slices.Equal(names, want) {
+			t.Errorf("pod %s: host entries for 10.237.0.40 = %v, want %v", p.Name, names, want)
+		}
+	}
+	in.GatewayHosts = []HostEntry{{Name: "x.test"}}
+	if _, _, err := Pods(in); err == nil || !strings.Contains(err.Error(), "gateway host entry") {
+		t.Errorf("an entry without an address: got %v, want an error naming the gateway host entry", err)
+	}
+}
+
+func TestParseHostEntry(t *testing.T) {
+	for _, tt := range []struct{ in, want, err string }{
+		{"fake-model.e2e.test=10.237.0.5", "fake-model.e2e.test 10.237.0.5", ""},
+		{"learn.microsoft.com=::ffff:10.0.0.1", "learn.microsoft.com 10.0.0.1", ""},
+		{"api.example=fd00::1", "api.example fd00::1", ""},
+		{"no-address", "", "want NAME=ADDRESS"},
+		{"Upper.Case=10.0.0.1", "", "not a lower-case host name"},
+		{"bad_name=10.0.0.1", "", "not a lower-case host name"},
+		{"=10.0.0.1", "", "not a lower-case host name"},
+		{"x.test=node-1", "", "not one IP address"},
+		{"x.test=0.0.0.0", "", "not one IP address"},
+		{"x.test=fe80::1%eth0", "", "not one IP address"},
+	} {
+		h, err := ParseHostEntry(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("ParseHostEntry(%q) = %v, %v; want error %q", tt.in, h, err, tt.err)
+			}
+			continue
+		}
+		if got := h.Name + " " + h.IP.String(); err != nil || got != tt.want {
+			t.Errorf("ParseHostEntry(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		}
 	}
 }

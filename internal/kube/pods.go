@@ -287,6 +287,11 @@ func (in Input) hostAliases(st orchestrate.Step) ([]corev1.HostAlias, error) {
 		}
 		add(ip.String(), h.Name)
 	}
+	if st.Role == orchestrate.RoleGateway {
+		for _, h := range in.GatewayHosts {
+			add(h.IP.String(), h.Name)
+		}
+	}
 	var out []corev1.HostAlias
 	for _, ip := range order {
 		out = append(out, corev1.HostAlias{IP: ip, Hostnames: byIP[ip]})

@@ -53,6 +53,10 @@ type Kube struct {
 	// PodAddresses addresses the roles by their pods' addresses, for
 	// clusters without kube-proxy (kube.CreateOptions.PodAddresses).
 	PodAddresses bool
+	// GatewayHosts are /etc/hosts entries of the gateway pod
+	// (kube.Input.GatewayHosts): names it resolves without the cluster's
+	// DNS.
+	GatewayHosts []kube.HostEntry
 }
 
 // kubeRun is a run on the cluster.
@@ -82,7 +86,7 @@ func (j *job) kubeApply(ctx context.Context) error {
 	j.kube = &kubeRun{k: k}
 	j.kubeEngineNote()
 	in := kube.Input{Plan: j.sess.Plan, Profile: j.profile, RuntimeImage: j.image.Tag, NamespacePrefix: k.NamespacePrefix,
-		Token: token(), RuntimeDefaultSeccomp: k.NodeRoot == ""}
+		Token: token(), RuntimeDefaultSeccomp: k.NodeRoot == "", GatewayHosts: k.GatewayHosts}
 	if err := j.phases.do("kube-image", func() error { return j.kubePrepare(ctx, in) }); err != nil {
 		return err
 	}
