@@ -111,6 +111,9 @@ func (j *job) kubeApply(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := j.kubeLayers(ctx, run); err != nil {
+		return err
+	}
 	return j.phases.do(orchestrate.PhaseWait, func() error { return j.kubeWait(ctx, run.Namespace) })
 }
 
