@@ -1,6 +1,8 @@
 # mcpsidecar build, test and lint. `make test` is the one command that runs
 # every test: unit tests (no Docker, no root needed), then the end-to-end
-# tests against the real Docker engine (build tag `docker`, in e2e/).
+# tests against the real Docker engine (build tag `docker`, in e2e/), then
+# the Kubernetes backend's tests on the test cluster (`make kube`: root;
+# the cluster's first build takes 10 to 30 minutes).
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/mcpsidecar/mcpsidecar/internal/version.Version=$(VERSION)
@@ -15,12 +17,12 @@ FUZZTIME  ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export CGO_ENABLED := 0
 
-.PHONY: build testbin test unit race e2e fuzz lint tidy-check bench clean
+.PHONY: build testbin test unit race e2e kube fuzz lint tidy-check bench clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsidecar
 
-test: unit fuzz e2e
+test: unit fuzz e2e kube
 
 unit:
 	$(GO) test -count=1 ./...
@@ -37,6 +39,11 @@ testbin:
 e2e: build testbin
 	$(GO) test -count=1 -tags testcommands ./internal/cli/
 	MCPSIDECAR_BIN=$(CURDIR)/$(TESTBIN) $(GO) test -count=1 -tags docker -timeout 75m ./e2e/...
+
+# The Kubernetes backend on the test cluster (scripts/test-kube.sh: builds
+# it once per machine, brings it up and down unless one is up already).
+kube: build testbin
+	MCPSIDECAR_BIN=$(CURDIR)/$(TESTBIN) scripts/test-kube.sh
 
 # Bounded fuzz runs: the spec compiler for a time, the other parsers of
 # untrusted input for a fixed number of inputs (count-based runs do not
@@ -56,9 +63,10 @@ lint:
 	$(GO) vet ./...
 	$(GO) vet -tags docker,testcommands ./...
 	$(GO) vet -tags kube ./...
+	$(GO) vet -tags docker,kube ./...
 	$(STATICCHECK) ./...
 	$(STATICCHECK) -tags docker,testcommands ./...
-	$(STATICCHECK) -tags kube ./...
+	$(STATICCHECK) -tags docker,kube ./...
 
 # go.mod and go.sum say exactly what the code imports.
 tidy-check:
