@@ -12,15 +12,24 @@ import (
 // restricts the calling process irreversibly.
 var applyHarden = harden.Apply
 
+// applyRlimits is harden.ApplyRlimits, for the same reason.
+var applyRlimits = harden.ApplyRlimits
+
 // hardenRole locks a role down with the policy in $MCPSIDECAR_HARDEN_POLICY
 // and writes the report into reportDir (skipped when empty). Without a
 // policy it applies nothing (host use), unless required: the agent and
-// the probe never run unhardened. Degradations are printed to errw; a layer
-// the kernel cannot enforce is exit code 5.
+// the probe never run unhardened. The resource limits in
+// $MCPSIDECAR_RLIMITS (a pod's, which takes no ulimits) are set first,
+// whenever given. Degradations are printed to errw; a layer the kernel
+// cannot enforce is exit code 5.
 func hardenRole(role string, getenv func(string) string, errw io.Writer, required bool, reportDir string) error {
 	p, ok, err := harden.PolicyFromEnv(getenv)
 	if err != nil {
 		return withCode(ExitUsage, err)
+	}
+	limited, err := setRlimits(role, getenv)
+	if err != nil {
+		return err
 	}
 	if !ok {
 		if required {
@@ -30,6 +39,9 @@ func hardenRole(role string, getenv func(string) string, errw io.Writer, require
 		return nil
 	}
 	rep, err := applyHarden(*p)
+	if limited != nil {
+		rep.Layers = append(rep.Layers, *limited)
+	}
 	if reportDir != "" {
 		if werr := harden.WriteReport(reportDir, rep); werr != nil {
 			fmt.Fprintf(errw, "mcpsidecar %s: %v\n", role, werr)
@@ -46,4 +58,21 @@ func hardenRole(role string, getenv func(string) string, errw io.Writer, require
 		return fmt.Errorf("hardening %s: %w", role, err)
 	}
 	return nil
+}
+
+// setRlimits sets the limits in $MCPSIDECAR_RLIMITS, if any, and returns
+// their layer for the report.
+func setRlimits(role string, getenv func(string) string) (*harden.LayerStatus, error) {
+	limits, err := harden.RlimitsFromEnv(getenv)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	if len(limits) == 0 {
+		return nil, nil
+	}
+	st, err := applyRlimits(limits)
+	if err != nil {
+		return nil, fmt.Errorf("hardening %s: %w", role, err)
+	}
+	return &st, nil
 }

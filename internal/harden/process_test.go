@@ -86,6 +86,9 @@ func TestMain(m *testing.M) {
 	if mode := os.Getenv(envChild); mode != "" {
 		os.Exit(childMain(mode))
 	}
+	if mode := os.Getenv(envRlimitsChild); mode != "" {
+		os.Exit(rlimitsChild(mode))
+	}
 	os.Exit(m.Run())
 }
 

@@ -52,6 +52,9 @@ type Options struct {
 	mountinfo func() (string, error)
 	// notes are degradations found before Apply, added to the report.
 	notes []string
+	// limited is the resource limits' layer, set before Apply (see
+	// setRlimits), added to the report.
+	limited *harden.LayerStatus
 }
 
 func getenvFrom(env []string) func(string) string {
@@ -107,6 +110,9 @@ func plan(o *Options, getenv func(string) string) (Planned, error) {
 	}
 	if !ok {
 		return Planned{}, &ExitError{Code: ExitUsage, Err: fmt.Errorf("launch: %s is not set; refusing to run a workload unhardened", harden.EnvPolicy)}
+	}
+	if err := setRlimits(o, getenv); err != nil {
+		return Planned{}, err
 	}
 	pathEnv := getenv("PATH")
 	planned, err := Plan(Input{Base: *base, Argv: o.Argv, ShellAccess: getenv(EnvShellAccess) == "1",
@@ -201,10 +207,33 @@ func checkWritableMounts(o *Options, p harden.Policy, accepted string) error {
 	return nil
 }
 
+// setRlimits sets the resource limits in harden.EnvRlimits (a pod's,
+// which takes no ulimits) on the launcher. The second stage inherits
+// them and sets them again (the same values: a no-op); the workload's
+// execve keeps them.
+func setRlimits(o *Options, getenv func(string) string) error {
+	limits, err := harden.RlimitsFromEnv(getenv)
+	if err != nil {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("launch: %w", err)}
+	}
+	if len(limits) == 0 {
+		return nil
+	}
+	st, err := harden.ApplyRlimits(limits)
+	if err != nil {
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: %w", err)}
+	}
+	o.limited = &st
+	return nil
+}
+
 func applyAndReport(o Options, p harden.Policy) error {
 	rep, err := o.Apply(p)
 	if err == nil && o.finish != nil {
 		err = o.finish(&rep)
+	}
+	if o.limited != nil {
+		rep.Layers = append(rep.Layers, *o.limited)
 	}
 	rep.Degradations = append(rep.Degradations, o.notes...)
 	if o.ReportDir != "" {

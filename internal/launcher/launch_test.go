@@ -126,6 +126,12 @@ type launched struct {
 // given.
 func launch(t *testing.T, shell bool, work string, port int, argv ...string) launched {
 	t.Helper()
+	return launchEnv(t, nil, shell, work, port, argv...)
+}
+
+// launchEnv is launch with env added to the launcher's environment.
+func launchEnv(t *testing.T, env []string, shell bool, work string, port int, argv ...string) launched {
+	t.Helper()
 	requireLandlock(t)
 	p := basePolicy(work)
 	p.Landlock.ConnectTCP = []uint16{uint16(port)}
@@ -141,6 +147,7 @@ func launch(t *testing.T, shell bool, work string, port int, argv ...string) lau
 	cmd := exec.Command(self, append([]string{"launch", "--"}, argv...)...)
 	cmd.Env = append(os.Environ(), envTestLaunch+"=1", harden.EnvPolicy+"="+string(raw), "LAUNCHER_TEST_REPORT="+work, "WORK="+work)
 	cmd.Env = append(cmd.Env, noexecEnv(work)...)
+	cmd.Env = append(cmd.Env, env...)
 	if shell {
 		cmd.Env = append(cmd.Env, EnvShellAccess+"=1")
 	} else {
@@ -335,6 +342,42 @@ func TestLaunchOwnCommandOnly(t *testing.T) {
 		if !enforced[l] {
 			t.Errorf("layer %s is not enforced in the workload's report: %+v", l, r.Layers)
 		}
+	}
+}
+
+// TestLaunchRlimits: the limits of harden.EnvRlimits (a pod's, which
+// takes no ulimits) are in force in the workload, through the supervisor
+// and the second stage and the workload's execve, with and without
+// shell_access, and the report records them.
+func TestLaunchRlimits(t *testing.T) {
+	py := python(t)
+	const show = "import json, resource; print(json.dumps([resource.getrlimit(resource.RLIMIT_FSIZE), resource.getrlimit(resource.RLIMIT_NOFILE)]))"
+	for _, shell := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shell_access=%v", shell), func(t *testing.T) {
+			work := workDir(t)
+			l := launchEnv(t, []string{harden.EnvRlimits + "=fsize=65536:65536,nofile=256:256"}, shell, work, listen(t), py, "-c", show)
+			if l.code != 0 {
+				t.Fatalf("launcher exit %d\nstdout:\n%s\nstderr:\n%s", l.code, l.stdout, l.stderr)
+			}
+			var got [][2]uint64
+			if err := json.Unmarshal([]byte(l.stdout), &got); err != nil {
+				t.Fatalf("decoding %q: %v", l.stdout, err)
+			}
+			if want := [][2]uint64{{65536, 65536}, {256, 256}}; !slices.Equal(got, want) {
+				t.Errorf("the workload's fsize and nofile limits %v, want %v", got, want)
+			}
+			b, err := os.ReadFile(filepath.Join(work, harden.ReportFile))
+			if err != nil {
+				t.Fatalf("no harden report: %v", err)
+			}
+			r, err := harden.ParseReport(b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.ContainsFunc(r.Layers, func(l harden.LayerStatus) bool { return l.Name == harden.LayerRlimits && l.Enforced }) {
+				t.Errorf("no enforced %s layer in the workload's report: %+v", harden.LayerRlimits, r.Layers)
+			}
+		})
 	}
 }
 
