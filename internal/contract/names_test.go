@@ -23,7 +23,7 @@ var runFiles = []string{
 	runs.FileDockerfile, runs.FileGatewayPolicy, runs.FileProbeConfig, runs.FileLedger, runs.FileStdout, runs.FileStderr,
 	runs.FileAnswer, runs.FileAgentTurns, runs.FileProbeReport, runs.FileProbeStatus, runs.FileProbeDone,
 	runs.FileDecisions, runs.FileAudit, runs.FileHardenReport, runs.FileSquidAccessLog, runs.FileGatewayLogs,
-	runs.FileSidecarLogs, runs.FileSidecarStdout, runs.FileSidecarStderr, runs.FileSidecarMetadata,
+	runs.FileSidecarLogs, runs.FileSidecarStdout, runs.FileSidecarStderr, runs.FileSidecarMetadata, runs.FileKubeLayers,
 	runs.FileTimeline, runs.FileReport, runs.MetadataFile,
 }
 

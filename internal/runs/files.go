@@ -39,6 +39,7 @@ const (
 	FileSidecarStdout   = "mcp-sidecar-stdout.txt"
 	FileSidecarStderr   = "mcp-sidecar-stderr.txt"
 	FileSidecarMetadata = "mcp-sidecar-metadata.json"
+	FileKubeLayers      = "kube-layers.json" // test-sandbox on Kubernetes: which network layers hold there
 
 	// Derived from the others (internal/timeline).
 	FileTimeline = "timeline.jsonl"

@@ -135,6 +135,12 @@ func (j *job) verdict(runErr error) error {
 		var c []runs.Check
 		c, err = j.probeVerdict()
 		v.Checks = append(v.Checks, c...)
+		for _, lc := range j.probeLayerChecks() { // kube_layers.go
+			v.Checks = append(v.Checks, lc)
+			if !lc.OK && err == nil {
+				err = exitcode.With(exitcode.Violation, fmt.Errorf("%s: %s", lc.Name, lc.Detail))
+			}
+		}
 		if code, _ := exitcode.Of(err); runErr != nil && code != exitcode.Violation {
 			err = nil // timed out or interrupted: runErr says so; a missing report follows from it
 		}

@@ -2,14 +2,51 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
-// kubeLayers measures, for test-sandbox on a cluster, which isolation
-// layers hold there (issue 20 item 3). Being built: for now it measures
-// nothing and test-sandbox reports the probe suite alone.
+// kubeLayers measures, for test-sandbox on a cluster, which of the
+// agent's two network layers hold there (kube.CheckLayers; issue 20 item
+// 3), before the probe suite's result is known: the NetworkPolicies
+// (enforced only by some network plugins) and the agent pod's own rules.
+// The result is kube-layers.json; a policy layer that is not enforced is a
+// recorded degradation (the pod's rules stand in for it), pod rules that
+// do not hold are an isolation violation (probeLayerChecks).
 func (j *job) kubeLayers(ctx context.Context, run *kube.Run) error {
-	_, _ = ctx, run
-	return nil
+	if j.o.Workload != orchestrate.WorkloadProbe {
+		return nil
+	}
+	return j.phases.do("layers", func() error {
+		l, err := j.o.Kube.Client.CheckLayers(ctx, run, j.image.Tag, j.o.ReadyTimeout)
+		if err != nil {
+			return err
+		}
+		j.layers = &l
+		for _, layer := range l.Layers {
+			fmt.Fprintf(j.s.Err, "kubernetes layer %-13s %s: %s\n", layer.Name, layer.State, layer.Evidence)
+			if layer.Name == kube.LayerNetworkPolicy && !layer.Holds {
+				j.meta.Degradations = append(j.meta.Degradations, "kubernetes: NetworkPolicies are not enforced on this cluster ("+layer.Evidence+"); the agent pod's own rules are its network isolation")
+			}
+		}
+		return j.writeJSON(runs.FileKubeLayers, l)
+	})
+}
+
+// probeLayerChecks are the verdict's checks of the measured layers: the
+// agent pod's own rules must hold.
+func (j *job) probeLayerChecks() []runs.Check {
+	if j.layers == nil {
+		return nil
+	}
+	var out []runs.Check
+	for _, l := range j.layers.Layers {
+		if l.Name == kube.LayerPodRules {
+			out = append(out, runs.Check{Name: "agent pod's own network rules hold (Kubernetes)", OK: l.Holds, Detail: l.Evidence})
+		}
+	}
+	return out
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/enginever"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -160,6 +161,7 @@ type job struct {
 	own       *ownRun       // the user's workload, when one runs (workload.go)
 	noexec    *outputMounts // the output directories' noexec mounts (outputmount.go)
 	kube      *kubeRun      // the run's namespace on the Kubernetes backend (kube.go)
+	layers    *kube.Layers  // test-sandbox on Kubernetes: the measured network layers (kube_layers.go)
 }
 
 // Run carries out one whole lifecycle on engine: every phase in order,
