@@ -8,9 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
@@ -257,6 +259,12 @@ func TestMappingRejects(t *testing.T) {
 		}, "has no Kubernetes counterpart"},
 		{"bad host gateway address", func(in *Input) { in.HostGatewayIP = "node-1" }, `host gateway address "node-1"`},
 		{"tmpfs without size", func(in *Input) { agent(in).Tmpfs = map[string]string{"/tmp": "rw,noexec"} }, "no size"},
+		{"ulimit a role cannot set", func(in *Input) {
+			agent(in).Ulimits = append(agent(in).Ulimits, dockerx.Ulimit{Name: "core", Soft: 0, Hard: 0})
+		}, `limit "core"`},
+		{"unlimited ulimit", func(in *Input) {
+			agent(in).Ulimits = append(agent(in).Ulimits, dockerx.Ulimit{Name: "nofile", Soft: -1, Hard: -1})
+		}, "unlimited"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			in := input(t, "default", orchestrate.WorkloadAgent)
@@ -266,6 +274,42 @@ func TestMappingRejects(t *testing.T) {
 				t.Fatalf("got %v, want error containing %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestRlimitsEnv: each role's container hands it the plan's ulimits but
+// nproc, and the role's own reader (harden.RlimitsFromEnv) reads exactly
+// those; a pod takes no ulimits, so without them probe T18 finds no file
+// size limit.
+func TestRlimitsEnv(t *testing.T) {
+	for _, w := range []orchestrate.Workload{orchestrate.WorkloadAgent, orchestrate.WorkloadProbe} {
+		in := input(t, "default", w)
+		pods, _, err := Pods(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, p := range pods {
+			env := map[string]string{}
+			for _, e := range p.Spec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			got, err := harden.RlimitsFromEnv(func(k string) string { return env[k] })
+			if err != nil {
+				t.Fatalf("%s: %v", p.Name, err)
+			}
+			var want []harden.Rlimit
+			for _, u := range in.Plan.Containers[i].Spec.Ulimits {
+				if u.Name != "nproc" {
+					want = append(want, harden.Rlimit{Name: u.Name, Soft: uint64(u.Soft), Hard: uint64(u.Hard)})
+				}
+			}
+			if len(want) < 2 || !slices.ContainsFunc(want, func(r harden.Rlimit) bool { return r.Name == "fsize" }) {
+				t.Fatalf("%s: the plan's ulimits %v lack fsize", p.Name, in.Plan.Containers[i].Spec.Ulimits)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: mismatch (-plan +role):\n%s", p.Name, diff)
+			}
+		}
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube/netguard"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 )
@@ -81,6 +82,11 @@ func (in Input) pod(st orchestrate.Step) (*corev1.Pod, *corev1.Secret, error) {
 		return nil, nil, err
 	}
 	env, sec := in.env(st)
+	limits, err := rlimitsEnv(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	env = append(env, limits...)
 	hosts, err := in.hostAliases(st)
 	if err != nil {
 		return nil, nil, err
@@ -221,6 +227,37 @@ func resources(c dockerx.ContainerSpec) corev1.ResourceRequirements {
 		Limits:   corev1.ResourceList{corev1.ResourceMemory: mem, corev1.ResourceCPU: cpu},
 		Requests: corev1.ResourceList{corev1.ResourceMemory: mem, corev1.ResourceCPU: requestCPU},
 	}
+}
+
+// rlimitsEnv hands the plan's ulimits to the role, which sets them on
+// itself before it hardens (harden.EnvRlimits; our binary starts every
+// role, a user's workload through the launcher): a pod takes no ulimits,
+// and the runtime's defaults set no file size limit (probe T18). nproc is
+// left out: RLIMIT_NPROC counts every process and thread of the real uid
+// on the node, and ours, 65532, is distroless's "nonroot", which other
+// pods share; set by a role it would bound nothing of the pod's own and
+// could stop our roles starting threads because of unrelated pods. The
+// per-pod bound is the kubelet's podPidsLimit. Any other ulimit the role
+// cannot set is an error, never dropped.
+func rlimitsEnv(c dockerx.ContainerSpec) ([]corev1.EnvVar, error) {
+	var ls []harden.Rlimit
+	for _, u := range c.Ulimits {
+		switch {
+		case u.Name == "nproc":
+			continue
+		case u.Soft < 0 || u.Hard < 0:
+			return nil, fmt.Errorf("ulimit %s=%d:%d: an unlimited (negative) value has no Kubernetes mapping", u.Name, u.Soft, u.Hard)
+		}
+		ls = append(ls, harden.Rlimit{Name: u.Name, Soft: uint64(u.Soft), Hard: uint64(u.Hard)})
+	}
+	if len(ls) == 0 {
+		return nil, nil
+	}
+	v, err := harden.FormatRlimits(ls)
+	if err != nil {
+		return nil, fmt.Errorf("ulimit: %w; no Kubernetes mapping", err)
+	}
+	return []corev1.EnvVar{{Name: harden.EnvRlimits, Value: v}}, nil
 }
 
 func readiness(r *orchestrate.Readiness) *corev1.Probe {
