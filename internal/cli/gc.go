@@ -17,9 +17,10 @@ import (
 func newGCCmd(s Streams) *cobra.Command {
 	var asJSON, kept bool
 	var runsDir string
+	var b backendFlags
 	cmd := &cobra.Command{
 		Use:   "gc",
-		Short: "Remove containers and networks left by runs whose process is gone",
+		Short: "Remove containers, networks and run namespaces left by runs whose process is gone",
 		Long: `gc removes every container, then every network, labelled mcpsidecar=1 whose
 owning process (labels mcpsidecar.pid and mcpsidecar.host) no longer runs on this
 host. Resources of live runs, and of other hosts, are left alone, and so are
@@ -27,13 +28,26 @@ those of runs started with --keep (label mcpsidecar.kept=1) unless --kept is
 given; "mcpsidecar runs rm RUN" removes one kept run. "mcpsidecar run" does a
 gc without --kept first on its own. It also unmounts the noexec mounts of
 output directories (below --runs-dir) that a run killed before its
-teardown left behind; a live run's are left alone.`,
+teardown left behind; a live run's are left alone.
+
+With --backend kubernetes it removes, by the same rules, the run namespaces
+(labelled as the containers are) of the cluster --kubeconfig and --context
+name, waiting until each is gone; it does not need Docker.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			err := runGC(cmd.Context(), s, kept, asJSON)
+			var err error
+			switch b.backend {
+			case backendDocker:
+				err = runGC(cmd.Context(), s, kept, asJSON)
+			case backendKubernetes:
+				err = runKubeGC(cmd.Context(), s, b, kept, asJSON)
+			default:
+				return usageErrorf("--backend %q: want %s or %s", b.backend, backendDocker, backendKubernetes)
+			}
 			return errors.Join(err, sweepMounts(s, runsDir, asJSON)) // after the containers that held them
 		},
 	}
+	addGCBackendFlags(cmd, &b)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print what was removed as JSON")
 	cmd.Flags().BoolVar(&kept, "kept", false, "also remove what runs started with --keep kept")
 	cmd.Flags().StringVar(&runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories (for leftover output mounts)")
@@ -70,7 +84,7 @@ func runGC(ctx context.Context, s Streams, kept, asJSON bool) error {
 	sel.Kept = kept
 	got, err := orchestrate.Sweep(ctx, eng, sel)
 	if asJSON {
-		return writeJSONDoc(s.Out, gcSchema, got)
+		return errors.Join(writeJSONDoc(s.Out, gcSchema, got), err) // the document, and a failed removal still fails
 	}
 	printRemoved(s.Out, got)
 	fmt.Fprintf(s.Out, "gc: removed %d container(s) and %d network(s)\n", len(got.Containers), len(got.Networks))
