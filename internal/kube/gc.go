@@ -34,6 +34,8 @@ func (l Leftover) RunID() string { return l.Labels[orchestrate.LabelRun] }
 
 // Leftovers lists every run namespace (label mcpsidecar=1), kept ones
 // included, by name: which of them gc may delete is [Choose]'s decision.
+// [Client.RunNamespaces] leaves kept ones out, which gc --kept removes,
+// and does not say which are already being deleted.
 func (c *Client) Leftovers(ctx context.Context) ([]Leftover, error) {
 	sel := orchestrate.LabelApp + "=1"
 	list, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{LabelSelector: sel})
