@@ -10,10 +10,10 @@ package e2e
 //	  go test -count=1 -tags kube -run TestKube ./e2e/
 //
 // Docker builds our image, as for a Docker run; the test imports it into
-// the node's containerd (--kube-image-import), reads the roles' output
-// volumes from the node (--kube-node-root, with the cluster's pause image
-// as the agent pod's holder) and addresses the roles by pod address (the
-// cluster has no kube-proxy). The tests fail, never skip, without the
+// the node's containerd (--kube-image-import), installs our seccomp
+// profile on the node (--kube-node-root) and addresses the roles by pod
+// address (the cluster has no kube-proxy). The roles' output files are
+// read through the API, from each pod's holder container. The tests fail, never skip, without the
 // cluster or Docker. Every run namespace carries mcpsidecar.e2e.kube=<id>.
 
 import (
@@ -118,8 +118,7 @@ func kbCommand(t *testing.T, command, id, runsDir string) (*exec.Cmd, *bytes.Buf
 	state := kbState()
 	cmd := exec.Command(kbBinary(t), command, "--backend", "kubernetes", "--allow-old-engine", "--runs-dir", runsDir,
 		"--kube-image-import", "containerd:"+filepath.Join(state, "containerd", "containerd.sock"),
-		"--kube-node-root", filepath.Join(state, "kubelet"), "--kube-holder-image", "localhost/mcpsidecar-kube-pause:1",
-		"--kube-pod-addresses")
+		"--kube-node-root", filepath.Join(state, "kubelet"), "--kube-pod-addresses")
 	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS=mcpsidecar.e2e.kube="+id)
 	var out bytes.Buffer
 	errb := &kbBuffer{}

@@ -21,7 +21,7 @@ const (
 // test-sandbox take them.
 type backendFlags struct {
 	backend, kubeconfig, context, prefix string
-	imageImport, nodeRoot, holderImage   string
+	imageImport, nodeRoot                string
 	podAddresses                         bool
 	gatewayHosts                         []string
 }
@@ -36,9 +36,9 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	f.StringVar(&b.imageImport, "kube-image-import", "",
 		"bring our image to a node on this machine: "+kube.ImageImport+"SOCKET imports it into that containerd (the engine's image export, ctr import); unset, the cluster must hold it")
 	f.StringVar(&b.nodeRoot, "kube-node-root", "",
-		"the kubelet root directory of the cluster's one node, when that node is this machine: our seccomp profile is installed there and the roles' output files are read from their volumes; unset, the pods use the runtime's default seccomp profile and no output file is collected")
-	f.StringVar(&b.holderImage, "kube-holder-image", "",
-		"with --kube-node-root: an image that waits until stopped (a pause image), run beside the agent so its output volume outlives it")
+		"the kubelet root directory of the cluster's one node, when that node is this machine: our seccomp profile is installed there (a Localhost profile); unset, the pods use the runtime's default seccomp profile")
+	f.String("kube-holder-image", "", "")
+	_ = f.MarkDeprecated("kube-holder-image", "it is ignored: every pod's holder runs our own image")
 	f.BoolVar(&b.podAddresses, "kube-pod-addresses", false, "address the roles by their pods' addresses, not their Services' (clusters without kube-proxy)")
 	f.StringArrayVar(&b.gatewayHosts, "kube-gateway-host", nil,
 		"NAME=ADDRESS: the gateway pod resolves NAME to ADDRESS from its /etc/hosts instead of asking the cluster's DNS (repeatable; for a cluster without DNS, or a name only your resolver knows); the spec's rules still apply to both")
@@ -59,7 +59,7 @@ func (b backendFlags) kube(o sandboxOptions) (*sandbox.Kube, error) {
 	if o.squid() {
 		return nil, usageErrorf("--gateway-engine squid is not supported with --backend %s: the Squid image is not brought to the cluster; use the default gateway", backendKubernetes)
 	}
-	k := &sandbox.Kube{NamespacePrefix: b.prefix, NodeRoot: b.nodeRoot, HolderImage: b.holderImage, PodAddresses: b.podAddresses}
+	k := &sandbox.Kube{NamespacePrefix: b.prefix, NodeRoot: b.nodeRoot, PodAddresses: b.podAddresses}
 	if b.imageImport != "" {
 		sock, err := kube.ParseImageImport(b.imageImport)
 		if err != nil {
@@ -76,9 +76,6 @@ func (b backendFlags) kube(o sandboxOptions) (*sandbox.Kube, error) {
 	}
 	if b.nodeRoot != "" && !filepath.IsAbs(b.nodeRoot) {
 		return nil, usageErrorf("--kube-node-root %q: want an absolute path", b.nodeRoot)
-	}
-	if (b.nodeRoot == "") != (b.holderImage == "") {
-		return nil, usageErrorf("--kube-node-root and --kube-holder-image go together (the holder keeps the agent's output volume to read)")
 	}
 	cfg, err := kube.Config(b.kubeconfigPath(), b.context)
 	if err != nil {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,7 +23,9 @@ import (
 // only part of this package that talks to a cluster.
 type Client struct {
 	cs   kubernetes.Interface
+	cfg  *rest.Config // for exec, which streams outside the typed client
 	poll time.Duration
+	exec ExecFunc // tests: in place of the API's exec
 }
 
 // Config loads a client configuration: the kubeconfig file at path (with
@@ -55,7 +56,7 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating Kubernetes client: %w", err)
 	}
-	return &Client{cs: cs, poll: 250 * time.Millisecond}, nil
+	return &Client{cs: cs, cfg: cfg, poll: 250 * time.Millisecond}, nil
 }
 
 // CreateOptions are the waits of [Client.Create] and a test hook.
@@ -441,12 +442,5 @@ func (c *Client) Stop(ctx context.Context, ns, name string, timeout time.Duratio
 }
 
 // OutputVolume is the name of the emptyDir volume each role's pod has at
-// its output directory. On a node, the kubelet keeps it at
-// <kubelet root>/pods/<pod uid>/volumes/kubernetes.io~empty-dir/<name>.
+// its output directory; the holder mounts it read-only.
 const OutputVolume = outputVolume
-
-// NodeOutputDir is where the kubelet whose root directory is root keeps
-// the output volume of the pod with uid.
-func NodeOutputDir(root, uid string) string {
-	return filepath.Join(root, "pods", uid, "volumes", "kubernetes.io~empty-dir", OutputVolume)
-}

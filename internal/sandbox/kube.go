@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,21 +34,13 @@ type Kube struct {
 	// under its tag (a registry is not supported yet).
 	ImportSocket string
 	// NodeRoot is the kubelet root directory of the cluster's one node
-	// when that node is this machine (the test cluster). The run's
+	// when that node is this machine (the test cluster): the run's
 	// seccomp profile is installed under its seccomp directory, and the
-	// roles' output files are read from their output volumes there
-	// (kube.NodeOutputDir) once the roles have stopped. Empty: the pods
-	// use the runtime's default seccomp profile (a recorded degradation)
-	// and no role's output file is collected (so the verdict fails:
-	// there is no hardening report and no decision log).
+	// pods name it as a Localhost profile. Empty: the pods use the
+	// runtime's default seccomp profile (a recorded degradation). The
+	// record does not depend on it: the output files are read through
+	// the API (kubeReadOutput).
 	NodeRoot string
-	// HolderImage is an image whose command waits until it is stopped
-	// (a pause image; the test cluster's is
-	// localhost/mcpsidecar-kube-pause:1). With NodeRoot, the agent's pod
-	// gets a container of it, "holder", so the pod keeps running, and the
-	// kubelet keeps its output volume, after the agent has exited: the
-	// kubelet tears down the volumes of a pod that has ended.
-	HolderImage string
 	// PodAddresses addresses the roles by their pods' addresses, for
 	// clusters without kube-proxy (kube.CreateOptions.PodAddresses).
 	PodAddresses bool
@@ -62,7 +53,8 @@ type Kube struct {
 // kubeRun is a run on the cluster.
 type kubeRun struct {
 	k  *Kube
-	ns string // "" until the namespace exists
+	ns string     // "" until the namespace exists
+	mu sync.Mutex // the services stop, and may be read, concurrently
 }
 
 // kubePlanInput holds no role at start: the hold that works around an old
@@ -94,7 +86,7 @@ func (j *job) kubeApply(ctx context.Context) error {
 	err := j.phases.do("pods", func() error {
 		j.kube.ns = in.NamespaceName() // Create deletes it again on failure; teardown deletes it too
 		var err error
-		run, err = k.Client.Create(ctx, in, kube.CreateOptions{ReadyTimeout: j.o.ReadyTimeout, PodAddresses: k.PodAddresses, Adjust: k.addHolder})
+		run, err = k.Client.Create(ctx, in, kube.CreateOptions{ReadyTimeout: j.o.ReadyTimeout, PodAddresses: k.PodAddresses, Adjust: addHolder(in.RuntimeImage)})
 		return err
 	})
 	if err != nil {
@@ -128,30 +120,37 @@ func (j *job) kubeEngineNote() {
 	}
 }
 
-// holderName is the agent pod's volume-holding container.
-const holderName = "holder"
+// holderLimit bounds the holder. It mostly waits; the reads run in its
+// cgroup too (a Go process streaming files of up to maxCapture), and a
+// CPU limit of a few millicores would make each one take seconds.
+var (
+	holderLimit   = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	holderRequest = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+)
 
-// holderLimit bounds the holder: it only waits.
-var holderLimit = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")}
-
-// addHolder gives the workload's pod the holder container (see
-// HolderImage), with the agent container's security context (non-root,
-// read-only root, no capability, our seccomp profile) and the output
-// volume, read-only.
-func (k *Kube) addHolder(p *corev1.Pod) {
-	if k.NodeRoot == "" || p.Name != kube.PodName(orchestrate.RoleAgent) {
-		return
-	}
-	main := p.Spec.Containers[0]
-	h := corev1.Container{Name: holderName, Image: k.HolderImage, ImagePullPolicy: corev1.PullIfNotPresent,
-		SecurityContext: main.SecurityContext.DeepCopy(), Resources: corev1.ResourceRequirements{Limits: holderLimit, Requests: holderLimit}}
-	for _, m := range main.VolumeMounts {
-		if m.Name == kube.OutputVolume {
-			m.ReadOnly = true
-			h.VolumeMounts = append(h.VolumeMounts, m)
+// addHolder gives every role's pod that has an output volume the holder
+// container (kube.HolderContainer): our image, our hold command, the
+// main container's security context (non-root, read-only root, no
+// capability, the same seccomp profile), and the output volume,
+// read-only, at the same path. It keeps the pod, and so the volume,
+// after the role has exited, so the files the role wrote while it
+// stopped are read through the API afterwards.
+func addHolder(image string) func(*corev1.Pod) {
+	return func(p *corev1.Pod) {
+		main := p.Spec.Containers[0]
+		h := corev1.Container{Name: kube.HolderContainer, Image: image, Command: kube.HolderArgs(), ImagePullPolicy: corev1.PullIfNotPresent,
+			SecurityContext: main.SecurityContext.DeepCopy(), Resources: corev1.ResourceRequirements{Limits: holderLimit, Requests: holderRequest},
+			TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError}
+		for _, m := range main.VolumeMounts {
+			if m.Name == kube.OutputVolume {
+				m.ReadOnly = true
+				h.VolumeMounts = append(h.VolumeMounts, m)
+			}
+		}
+		if len(h.VolumeMounts) > 0 {
+			p.Spec.Containers = append(p.Spec.Containers, h)
 		}
 	}
-	p.Spec.Containers = append(p.Spec.Containers, h)
 }
 
 // kubeStarted writes a service's <role>-start-results.json, as the
@@ -250,30 +249,19 @@ func (j *job) kubeWait(ctx context.Context, ns string) error {
 	return nil
 }
 
-// kubeStop copies every role's output files from the node into the run
-// directory, where collect finds them as after a Docker run, and stops
-// the services. A service's files are copied while it still runs: the
-// kubelet tears down the volumes of a pod whose containers have all
-// ended, and Kubernetes cannot stop one container of a pod. So a line a
-// service writes as it stops (a call interrupted at teardown) is not in
-// the record on this backend; doctor makes no such call. The agent's
-// volume is kept after its exit by the holder container (addHolder).
+// kubeStop stops the services and reads every role's output files into
+// the run directory, where collect finds them as after a Docker run. The
+// services are stopped first, each by our stop command in its main
+// container (SIGTERM to the role, kube.Client.StopMain), and their files
+// read only once they have ended: the lines a role writes as it stops (a
+// call interrupted at teardown, a gateway request cut off) are in the
+// record. The holder keeps each pod and its volume meanwhile; the
+// namespace is deleted afterwards (kubeTeardown).
 func (j *job) kubeStop(ctx context.Context) {
 	if j.kube == nil || j.kube.ns == "" || len(j.sess.Containers) == 0 {
 		return
 	}
-	if j.o.Kube.NodeRoot == "" {
-		d := "kubernetes: the roles' output files (decision log, audit, hardening reports) were not collected: no node directory to read them from (--kube-node-root)"
-		j.meta.ArtifactProblems = append(j.meta.ArtifactProblems, d)
-	}
-	for _, c := range j.sess.Containers {
-		if j.o.Kube.NodeRoot != "" {
-			if err := j.copyNodeOutput(ctx, c.Step.Role, c.ID); err != nil {
-				j.meta.ArtifactProblems = append(j.meta.ArtifactProblems, err.Error())
-				fmt.Fprintf(j.s.Err, "warning: not collected: %v\n", err)
-			}
-		}
-	}
+	read := map[string]bool{} // roles whose files were read before a forced stop
 	// The services stop together, except a role that must outlive
 	// another (Step.StopAfter: the gateway of a run whose sidecar closes
 	// its upstream sessions through it), which stops once they have.
@@ -286,76 +274,71 @@ func (j *job) kubeStop(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				j.kubeStopService(ctx, c)
+				if j.kubeStopService(ctx, c) {
+					j.kube.mu.Lock()
+					read[c.Step.Role] = true
+					j.kube.mu.Unlock()
+				}
 			}()
 		}
 		wg.Wait()
 	}
+	for _, c := range j.sess.Containers {
+		if !read[c.Step.Role] {
+			j.kubeCollectOutput(ctx, c)
+		}
+	}
 }
 
-// kubeStopService stops one service's pod and records its exit code.
-func (j *job) kubeStopService(ctx context.Context, c *orchestrate.Container) {
-	code, err := j.o.Kube.Client.Stop(ctx, j.kube.ns, c.ID, orchestrate.StopGrace+30*time.Second)
-	if err != nil {
-		fmt.Fprintf(j.s.Err, "warning: %v\n", err)
-		return
+// kubeStopService stops one service and records its exit code. A role
+// still running after the grace is stopped with its whole pod, which
+// takes its volume: its files are read just before (read is then true).
+func (j *job) kubeStopService(ctx context.Context, c *orchestrate.Container) (read bool) {
+	res, err := j.o.Kube.Client.StopMain(ctx, j.kube.ns, c.ID, kube.StopOptions{
+		Grace: orchestrate.StopGrace + kubeStatusLag,
+		BeforeKill: func(ctx context.Context) {
+			j.kubeCollectOutput(ctx, c)
+			read = true
+		},
+		KillTimeout: orchestrate.StopGrace + 30*time.Second,
+	})
+	if res.ExitCode >= 0 {
+		code := res.ExitCode
+		c.ExitCode = &code
 	}
-	c.ExitCode = &code
+	c.KilledAtStop = res.Killed
+	if err != nil {
+		fmt.Fprintf(j.s.Err, "warning: stopping %s: %v\n", c.Step.Role, err)
+	}
+	return read
 }
 
-// copyNodeOutput copies the files collect reads (runs.RoleFiles and the
-// harden report) from the role's output volume on the node into its
-// output directory in the run directory. The volume was writable by the
-// sandboxed role: a name that is not a regular file (a planted link, a
-// FIFO) is refused, never followed, and a file is read up to its cap.
-func (j *job) copyNodeOutput(ctx context.Context, role, pod string) error {
-	p, err := j.o.Kube.Client.Pod(ctx, j.kube.ns, pod)
+// kubeStatusLag is how late, at most, the API tells that a container
+// ended: the kubelet notices an exit on its next relist (every second)
+// and then updates the pod's status.
+const kubeStatusLag = 5 * time.Second
+
+// kubeCollectOutput reads a role's output files into the run directory;
+// what was refused or failed is an artifact problem.
+func (j *job) kubeCollectOutput(ctx context.Context, c *orchestrate.Container) {
+	rctx, cancel := context.WithTimeout(ctx, kubeReadTimeout)
+	defer cancel()
+	problems, err := j.kubeReadOutput(rctx, c)
 	if err != nil {
-		return err
+		problems = append(problems, err.Error())
 	}
-	src, err := os.OpenRoot(kube.NodeOutputDir(j.o.Kube.NodeRoot, string(p.UID)))
-	if err != nil {
-		return fmt.Errorf("%s output volume: %w", role, err)
+	j.kube.mu.Lock()
+	defer j.kube.mu.Unlock()
+	for _, p := range problems {
+		msg := fmt.Sprintf("%s output: %s", c.Step.Role, p)
+		j.meta.ArtifactProblems = append(j.meta.ArtifactProblems, msg)
+		fmt.Fprintf(j.s.Err, "warning: not collected as is: %s\n", msg)
 	}
-	defer src.Close()
-	dst, err := os.OpenRoot(filepath.Join(j.dir.Path, role))
-	if err != nil {
-		return fmt.Errorf("%s output directory: %w", role, err)
-	}
-	defer dst.Close()
-	var errs []error
-	for _, name := range append([]string{runs.FileHardenReport}, runs.RoleFiles[role]...) {
-		errs = append(errs, copyRegular(src, dst, name, maxCapture))
-	}
-	return errors.Join(errs...)
 }
 
-func copyRegular(src, dst *os.Root, name string, limit int64) error {
-	st, err := src.Lstat(name)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if !st.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file (%s): not copied", name, st.Mode().Type())
-	}
-	if st.Size() > limit {
-		return fmt.Errorf("%s is %d bytes, over the %d-byte cap: not copied", name, st.Size(), limit)
-	}
-	in, err := src.Open(name)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := dst.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(out, io.LimitReader(in, limit))
-	return errors.Join(err, out.Close())
-}
+// kubeReadTimeout bounds one role's read: a few files of at most
+// maxCapture each, streamed through the API.
+const kubeReadTimeout = time.Minute
 
 // kubeTeardown deletes the run's namespace and waits until it is gone.
 func (j *job) kubeTeardown(ctx context.Context) error {
