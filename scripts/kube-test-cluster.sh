@@ -535,6 +535,13 @@ clusterDomain: cluster.local
 # The sandbox's pods set net.ipv4.tcp_fastopen (per network namespace, as in Docker); it is not in
 # Kubernetes' safe set, so the kubelet must allow it or it refuses the pods (SysctlForbidden).
 allowedUnsafeSysctls: ["net.ipv4.tcp_fastopen"]
+# Kubernetes has no per-container pids limit; the node's podPidsLimit bounds each pod, here at
+# the plan's largest per-role pids limit (the agent's and the gateway's, 256). The kubelet sets it
+# on the pod's cgroup, which it creates only with cgroupsPerQOS (pkg/kubelet/cm:
+# NewPodContainerManager is a no-op without it), so with cgroupsPerQOS false above it bounds
+# nothing on this node: it is the value a cluster operator sets, kept here for the day QoS cgroups
+# are on. Probe T16 reads the container's own pids.max, which a pod limit does not change.
+podPidsLimit: 256
 # The node's address is the host's address on our bridge: the kubelet refuses a loopback node
 # IP, and leaving it unset would make it look its own name up in DNS. The kubelet API listens
 # there (authenticated: no anonymous access) so kube-apiserver reaches it for logs and exec.

@@ -2,8 +2,9 @@
 // process: the Landlock filesystem and network rules, the seccomp filter that
 // forbids process spawning (and Unix sockets, MPTCP, ptrace, namespaces,
 // mounts, keyrings, io_uring, TCP Fast Open, setuid modes, raw sockets;
-// listening, UDP and netlink where the role needs none), no_new_privs, and the Go runtime limits
-// matched to the container. A role applies its [Policy] with [Apply] before
+// listening, UDP and netlink where the role needs none), no_new_privs, the Go runtime limits
+// matched to the container, and, where the engine sets none (a pod), the resource limits of
+// [EnvRlimits] ([ApplyRlimits], before [Apply]). A role applies its [Policy] with [Apply] before
 // it does any work, and writes the [Report] with [WriteReport]. A layer the
 // kernel cannot enforce is an [*UnavailableError] unless the policy accepts
 // it as best effort.
