@@ -3,6 +3,7 @@ package cli
 import (
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -85,6 +86,21 @@ func (b backendFlags) kube(o sandboxOptions) (*sandbox.Kube, error) {
 		return nil, err
 	}
 	return k, nil
+}
+
+// kubeReadyTimeout is --ready-timeout's default on the Kubernetes
+// backend: a pod is scheduled, its volumes set up and its containers
+// created (an init container first, for the agent) before it is ready,
+// and ten runs starting at once on a two-core node took more than
+// Docker's 30 s.
+const kubeReadyTimeout = 2 * time.Minute
+
+// backendDefaults changes the defaults that differ on the Kubernetes
+// backend, for the flags the user did not set.
+func (o *sandboxOptions) backendDefaults(cmd *cobra.Command) {
+	if o.kube != nil && !cmd.Flags().Changed("ready-timeout") {
+		o.readyTimeout = kubeReadyTimeout
+	}
 }
 
 // kubeconfigPath is --kubeconfig, $KUBECONFIG, ~/.kube/config if it

@@ -1,6 +1,11 @@
 package cli
 
 import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 	"strings"
 	"testing"
 )
@@ -36,5 +41,33 @@ func TestBackendFlags(t *testing.T) {
 				t.Fatalf("kube() error %v, want one with %q", err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestBackendDefaults: the Kubernetes backend waits longer for readiness
+// unless --ready-timeout was given; Docker keeps its default.
+func TestBackendDefaults(t *testing.T) {
+	for _, tt := range []struct {
+		kube bool
+		args []string
+		want time.Duration
+	}{
+		{false, nil, 30 * time.Second},
+		{true, nil, kubeReadyTimeout},
+		{true, []string{"--ready-timeout", "45s"}, 45 * time.Second},
+	} {
+		o := sandboxOptions{command: "run"}
+		cmd := &cobra.Command{Use: "run", RunE: func(*cobra.Command, []string) error { return nil }}
+		o.addFlags(cmd, false)
+		if err := cmd.ParseFlags(tt.args); err != nil {
+			t.Fatal(err)
+		}
+		if tt.kube {
+			o.kube = &sandbox.Kube{}
+		}
+		o.backendDefaults(cmd)
+		if o.readyTimeout != tt.want {
+			t.Errorf("kube %v args %v: ready timeout %s, want %s", tt.kube, tt.args, o.readyTimeout, tt.want)
+		}
 	}
 }

@@ -32,6 +32,7 @@ money on a model. The record lands in a run directory like any run's.`,
 			if o.kube, err = b.kube(o); err != nil {
 				return err
 			}
+			o.backendDefaults(cmd)
 			_, err = runSandbox(cmd.Context(), s, o)
 			return err
 		},

@@ -145,7 +145,7 @@ func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 	f.StringVar(&o.specFile, "spec", "", specFlagHelp)
 	f.StringVar(&o.runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "kill the workload after this long")
-	f.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Second, "how long the gateway and sidecar may take to become ready")
+	f.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Second, "how long the gateway and sidecar may take to become ready (2m with --backend kubernetes)")
 	f.BoolVar(&o.keep, "keep", false, "keep containers and networks after the run (servers still running; gc leaves them) and print the commands that remove them")
 	f.BoolVar(&o.quiet, "quiet", false, "print no progress lines")
 	f.BoolVar(&o.json, "json", false, "print a JSON summary on stdout (the workload's stdout goes to stderr)")
@@ -221,6 +221,7 @@ error says "certificate signed by unknown authority".`,
 			if o.kube, err = b.kube(o); err != nil {
 				return err
 			}
+			o.backendDefaults(cmd)
 			_, err = runSandbox(cmd.Context(), s, o)
 			return err
 		},

@@ -32,6 +32,7 @@ a run directory or a run id) and lists every probe whose verdict changed.`,
 			if o.kube, err = b.kube(o); err != nil {
 				return err
 			}
+			o.backendDefaults(cmd)
 			if o.own.image != "" {
 				fmt.Fprintf(s.Err, "measuring the sandbox of workload image %s\n", o.own.image)
 			}

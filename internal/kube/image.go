@@ -3,10 +3,17 @@ package kube
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // ImageImport is how [ImportToContainerd] is named on the command line:
@@ -33,9 +40,25 @@ func ParseImageImport(s string) (string, error) {
 // An image the containerd already holds under the tag is not imported
 // again: our tags are content hashes (spec.ImageTag), so the same tag is
 // the same image.
+//
+// Imports into one containerd are made one at a time (a lock file per
+// socket): containerd 1.6 fails two concurrent imports of the same layers
+// ("content digest … not found"), which concurrent runs of one binary make.
 func ImportToContainerd(ctx context.Context, socket, tag string, save func(context.Context, string) (io.ReadCloser, error)) error {
-	ls := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "ls", "-q", "name=="+containerdName(tag))
-	if out, err := ls.Output(); err == nil && strings.TrimSpace(string(out)) == containerdName(tag) {
+	has := func() bool {
+		ls := exec.CommandContext(ctx, "ctr", "--address", socket, "-n", "k8s.io", "images", "ls", "-q", "name=="+containerdName(tag))
+		out, err := ls.Output()
+		return err == nil && strings.TrimSpace(string(out)) == containerdName(tag)
+	}
+	if has() {
+		return nil
+	}
+	unlock, err := lockImport(ctx, socket)
+	if err != nil {
+		return fmt.Errorf("importing %s: %w", tag, err)
+	}
+	defer unlock()
+	if has() { // imported by a run that held the lock before us
 		return nil
 	}
 	archive, err := save(ctx, tag)
@@ -63,4 +86,31 @@ func containerdName(tag string) string {
 		return "docker.io/" + tag
 	}
 	return tag
+}
+
+// lockImport takes the import lock of one containerd socket, waiting for
+// the run that holds it, until ctx ends.
+func lockImport(ctx context.Context, socket string) (func(), error) {
+	sum := sha256.Sum256([]byte(socket))
+	path := filepath.Join(os.TempDir(), "mcpsidecar-kube-import-"+hex.EncodeToString(sum[:8])+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("import lock: %w", err)
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { f.Close() }, nil // closing releases the lock
+		}
+		if err != unix.EWOULDBLOCK {
+			f.Close()
+			return nil, fmt.Errorf("import lock %s: %w", path, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, fmt.Errorf("waiting for the import lock %s: %w", path, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
