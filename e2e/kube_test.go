@@ -433,7 +433,56 @@ func TestKubeTestSandbox(t *testing.T) {
 		t.Errorf("violations %v, want exactly the known gaps %v", got, kbKnownGaps)
 	}
 	kbCheckLimits(t, b)
+	kbCheckLayers(t, dir)
 	if pass < 150 {
 		t.Errorf("%d probes passed, want at least 150 (183 of 256 passed here on 2026-12-02 once T18 was closed; 187 with the Docker backend)", pass)
+	}
+}
+
+// kbCheckLayers: test-sandbox measured the cluster's two network layers.
+// The test cluster has no NetworkPolicy enforcer, so the pod with the
+// agent's labels and no pod rules (the unhardened control) reached the
+// target: the policy layer shows as not enforced (and as a degradation);
+// the agent pod's own rules held (and the verdict says so).
+func kbCheckLayers(t *testing.T, dir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "kube-layers.json"))
+	if err != nil {
+		t.Fatalf("kube-layers.json: %v", err)
+	}
+	var l kube.Layers
+	if err := json.Unmarshal(b, &l); err != nil {
+		t.Fatal(err)
+	}
+	states := map[string]string{}
+	for _, x := range l.Layers {
+		states[x.Name] = x.State
+	}
+	if states[kube.LayerNetworkPolicy] != "not enforced" || states[kube.LayerPodRules] != "held" || l.Target == "" {
+		t.Errorf("layers %s, want networkpolicy not enforced (no enforcer here) and pod-rules held", b)
+	}
+	var m struct {
+		Degradations []string `json:"degradations"`
+		Verdict      struct {
+			Checks []struct {
+				Name string `json:"name"`
+				OK   bool   `json:"ok"`
+			} `json:"checks"`
+		} `json:"verdict"`
+	}
+	mb, _ := os.ReadFile(filepath.Join(dir, "run-metadata.json"))
+	if err := json.Unmarshal(mb, &m); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(m.Degradations, func(d string) bool { return strings.Contains(d, "NetworkPolicies are not enforced") }) {
+		t.Errorf("no degradation says the NetworkPolicies are not enforced: %v", m.Degradations)
+	}
+	if !slices.ContainsFunc(m.Verdict.Checks, func(c struct {
+		Name string `json:"name"`
+		OK   bool   `json:"ok"`
+	}) bool {
+		return strings.Contains(c.Name, "own network rules hold") && c.OK
+	}) {
+		t.Errorf("the verdict has no passed check of the agent pod's own rules: %+v", m.Verdict.Checks)
 	}
 }
