@@ -15,7 +15,7 @@ export KUBECONFIG=${KUBECONFIG:-$state/kubeconfig} MCPSIDECAR_ALLOW_OLD_ENGINE=1
 work=$(mktemp -d /tmp/bench-kube-doctor.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 kube=(--backend kubernetes --kube-image-import "containerd:$state/containerd/containerd.sock"
-  --kube-node-root "$state/kubelet" --kube-holder-image localhost/mcpsidecar-kube-pause:1 --kube-pod-addresses)
+  --kube-node-root "$state/kubelet" --kube-pod-addresses)
 
 timed() { # label, args...
   local label=$1; shift
