@@ -24,7 +24,7 @@ probe) cmd=x-redteam,probe ;;
 pad) cmd=x-redteam,pad,http://10.237.0.1:16250/pods,40000 ;;
 # 100000 denied requests (about 80 MB of decision lines, past the
 # gateway's 64 MiB fsize), then an allowed request to the fixture that
-# README.md's finding 2 starts on 10.237.0.1:18777.
+# README.md's finding 1 starts on 10.237.0.1:18777.
 fill) cmd=x-redteam,fill,-,100000,http://10.237.0.1:18777/secret-after-fill
 	spec="--spec $here/spec.toml" ;;
 # 12 MiB on stdout, past the kubelet's default log rotation size.
