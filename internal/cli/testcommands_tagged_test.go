@@ -13,7 +13,7 @@ import (
 // its help.
 func TestTestBinaryHasTestCommands(t *testing.T) {
 	found := strings.Join(testOnlyIn(newRootCmd(Streams{})), "\n")
-	for _, want := range []string{"mcpsidecar x-sleep", "mcpsidecar harden-selftest", "mcpsidecar doctor --x-workload-cmd",
+	for _, want := range []string{"mcpsidecar x-sleep", "mcpsidecar harden-selftest", "mcpsidecar x-get", "mcpsidecar doctor --x-workload-cmd",
 		"mcpsidecar run --x-gateway-cmd", "mcpsidecar test-sandbox --x-workload-cmd"} {
 		if !strings.Contains(found, want) {
 			t.Errorf("the test binary lacks %q; it has:\n%s", want, found)

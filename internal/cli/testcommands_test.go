@@ -13,7 +13,7 @@ import (
 // testOnly are the commands and flags that exist only for the harness's
 // own tests (testcommands.go, built with -tags testcommands).
 var (
-	testOnlyCommands = []string{"x-sleep", "harden-selftest"}
+	testOnlyCommands = []string{"x-sleep", "harden-selftest", "x-get"}
 	testOnlyFlags    = []string{"x-workload-cmd", "x-gateway-cmd"}
 )
 

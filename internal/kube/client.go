@@ -269,7 +269,9 @@ func (c *Client) WaitReady(ctx context.Context, ns, name string, timeout time.Du
 // container's exit code.
 func (c *Client) WaitDone(ctx context.Context, ns, name string, timeout time.Duration) (int, error) {
 	code := -1
-	err := wait.PollUntilContextTimeout(ctx, c.poll, timeout, true, func(ctx context.Context) (bool, error) {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(tctx, c.poll, true, func(ctx context.Context) (bool, error) {
 		p, err := c.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
@@ -289,6 +291,11 @@ func (c *Client) WaitDone(ctx context.Context, ns, name string, timeout time.Dur
 		return false, nil
 	})
 	if err != nil {
+		if tctx.Err() != nil && ctx.Err() == nil {
+			// The timeout, whichever call saw it first (the client's
+			// rate limiter reports it as an error of its own).
+			err = fmt.Errorf("not ended after %s: %w", timeout, context.DeadlineExceeded)
+		}
 		return -1, fmt.Errorf("waiting for pod %s/%s to end: %w", ns, name, err)
 	}
 	return code, nil

@@ -166,3 +166,30 @@ func TestExecURL(t *testing.T) {
 		t.Errorf("query %v", q)
 	}
 }
+
+// TestWaitDoneTimeout: the wait's own timeout is reported as a deadline
+// (the run's timeout, TimedOut in the record), even when the call that
+// saw it was the client's rate limiter, whose error does not wrap it;
+// another error stays what it is.
+func TestWaitDoneTimeout(t *testing.T) {
+	c, _ := stopCluster(t, 137, nil)
+	start := time.Now()
+	c.cs.(*fake.Clientset).PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if time.Since(start) > 50*time.Millisecond {
+			time.Sleep(60 * time.Millisecond) // past the deadline
+			return true, nil, errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+		}
+		return false, nil, nil
+	})
+	_, err := c.WaitDone(context.Background(), "ns", "svc", 100*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("WaitDone = %v, want a deadline", err)
+	}
+	c, _ = stopCluster(t, 137, nil)
+	c.cs.(*fake.Clientset).PrependReactor("get", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("forbidden")
+	})
+	if _, err := c.WaitDone(context.Background(), "ns", "svc", time.Second); err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("WaitDone = %v, want the API's error", err)
+	}
+}

@@ -283,11 +283,13 @@ func (j *job) kubeStop(ctx context.Context) {
 		}
 		wg.Wait()
 	}
+	var wg sync.WaitGroup
 	for _, c := range j.sess.Containers {
 		if !read[c.Step.Role] {
-			j.kubeCollectOutput(ctx, c)
+			wg.Go(func() { j.kubeCollectOutput(ctx, c) }) // about a second each, mostly the exec's setup
 		}
 	}
+	wg.Wait()
 }
 
 // kubeStopService stops one service and records its exit code. A role
