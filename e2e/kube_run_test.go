@@ -253,12 +253,31 @@ func krCheckRecord(t *testing.T, c *kube.Client, s krSetup, r *krRun) {
 
 // TestKubeRun: the offline agent's task on the cluster leaves the record a
 // Docker run leaves.
+//
+// Before it starts, the run deletes the namespace a dead run of this host
+// left, and leaves a live run's alone (as a Docker run removes dead runs'
+// containers first).
 func TestKubeRun(t *testing.T) {
 	c := kbClient(t)
 	s := krPrepare(t, "task")
+	cs := krClientset(t)
+	host, dead := mustHostname(t), kgcDeadPID(t)
+	t.Cleanup(func() { kgcCleanup(t, cs, s.id) })
+	kgcNamespace(t, cs, s.id, "dead", host, dead)
+	kgcNamespace(t, cs, s.id, "live", host, os.Getpid())
 	r := s.command(t, "task")
 	r.run(t)
 	krCheckRecord(t, c, s, r)
+	if !strings.Contains(r.stderr.String(), "gc: deleting ") {
+		t.Error("the run did not say it deleted a dead run's namespace")
+	}
+	for name, wantGone := range map[string]bool{"dead": true, "live": false} {
+		ns, err := cs.CoreV1().Namespaces().Get(context.Background(), "mcpsidecar-e2egc-"+s.id+"-"+name, metav1.GetOptions{})
+		gone := err != nil || ns.DeletionTimestamp != nil
+		if gone != wantGone {
+			t.Errorf("namespace of the %s run: deleted or being deleted %v, want %v (err %v)", name, gone, wantGone, err)
+		}
+	}
 }
 
 // TestKubeRunInterrupted: SIGINT while the agent works (a model that

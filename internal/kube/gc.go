@@ -125,3 +125,27 @@ func (c *Client) waitGone(ctx context.Context, ns string) error {
 	}
 	return nil
 }
+
+// StartRemove asks the cluster to delete the leftovers not already being
+// deleted and does not wait: a run removes what dead runs left before it
+// starts (as it does for Docker), and the namespace controller finishes
+// the deletion while the run goes on. It returns the leftovers whose
+// deletion it started.
+func (c *Client) StartRemove(ctx context.Context, ls []Leftover) ([]Leftover, error) {
+	fg := metav1.DeletePropagationForeground
+	var started []Leftover
+	var errs []error
+	for _, l := range ls {
+		if l.Terminating {
+			continue
+		}
+		err := c.cs.CoreV1().Namespaces().Delete(ctx, l.Name, metav1.DeleteOptions{PropagationPolicy: &fg})
+		switch {
+		case err == nil:
+			started = append(started, l)
+		case !apierrors.IsNotFound(err):
+			errs = append(errs, fmt.Errorf("deleting namespace %s: %w", l.Name, err))
+		}
+	}
+	return started, errors.Join(errs...)
+}

@@ -188,3 +188,35 @@ func TestRemoveStuck(t *testing.T) {
 		t.Errorf("Remove = %v, %v; want nothing gone and the wait named", gone, err)
 	}
 }
+
+// TestStartRemove: deletions are asked for, never waited for; one already
+// Terminating is left to finish; a refusal is reported by name and does
+// not stop the others.
+func TestStartRemove(t *testing.T) {
+	c, cs := gcCluster(t,
+		namespace("plain", owner("r1", "h", 1, false)),
+		terminating(namespace("going", owner("r2", "h", 1, false))),
+		namespace("refused", owner("r3", "h", 1, false)),
+	)
+	cs.PrependReactor("delete", "namespaces", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.(k8stesting.DeleteAction).GetName() == "refused" {
+			return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, "refused", nil)
+		}
+		return false, nil, nil
+	})
+	started, err := c.StartRemove(context.Background(), []Leftover{{Name: "refused"}, {Name: "going", Terminating: true}, {Name: "plain"}})
+	if len(started) != 1 || started[0].Name != "plain" {
+		t.Errorf("started = %v, want [plain]", started)
+	}
+	if err == nil || !strings.Contains(err.Error(), "deleting namespace refused") {
+		t.Errorf("error = %v, want the refused deletion by name", err)
+	}
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "get" {
+			t.Errorf("StartRemove waited: %v", a)
+		}
+		if a.GetVerb() == "delete" && a.(k8stesting.DeleteAction).GetName() == "going" {
+			t.Error("a namespace already being deleted was deleted again")
+		}
+	}
+}

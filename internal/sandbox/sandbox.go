@@ -269,6 +269,7 @@ func (j *job) preflight(ctx context.Context) error {
 		return err
 	}
 	j.gc(ctx)
+	j.kubeGC(ctx) // kube_gc.go
 	return nil
 }
 
