@@ -15,7 +15,8 @@ work=${RT_WORK:-/tmp/rt-kube}
 S=/var/lib/mcpsidecar-kube
 mkdir -p "$work/src" "$work/runs"
 (cd "$repo" && git ls-files -z | grep -zv '^e2e/' | xargs -0 -I{} cp --parents {} "$work/src/")
-cp "$here/src/x_redteam.go" "$work/src/internal/cli/"
+# .go.in: not a Go file of this module (it is package cli, for the copy).
+cp "$here/src/x_redteam.go.in" "$work/src/internal/cli/x_redteam.go"
 (cd "$work/src" && CGO_ENABLED=0 go build -tags testcommands -o "$work/mcpsidecar-rt" ./cmd/mcpsidecar)
 case $mode in
 probe) cmd=x-redteam,probe ;;
