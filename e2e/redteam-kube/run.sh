@@ -1,7 +1,7 @@
 #!/bin/sh
 # Reproduces e2e/redteam-kube/README.md on the shared test cluster, as root.
 # Usage: sudo e2e/redteam-kube/run.sh probe|pad|fill|flood
-# It builds a private copy of the tree with src/x_redteam.go added to
+# It builds a private copy of HEAD with src/x_redteam.go.in added to
 # internal/cli (the repository itself is not changed), then runs that
 # binary's `run --backend kubernetes` with the agent container's command
 # replaced by `x-redteam MODE`: the attack code hardens itself as the
@@ -14,7 +14,8 @@ repo=$(cd "$here/../.." && pwd)
 work=${RT_WORK:-/tmp/rt-kube}
 S=/var/lib/mcpsidecar-kube
 mkdir -p "$work/src" "$work/runs"
-(cd "$repo" && git ls-files -z | grep -zv '^e2e/' | xargs -0 -I{} cp --parents {} "$work/src/")
+# The committed tree (HEAD), not the working tree other people are editing.
+(cd "$repo" && git archive HEAD) | tar -x -C "$work/src" --exclude='e2e/*'
 # .go.in: not a Go file of this module (it is package cli, for the copy).
 cp "$here/src/x_redteam.go.in" "$work/src/internal/cli/x_redteam.go"
 (cd "$work/src" && CGO_ENABLED=0 go build -tags testcommands -o "$work/mcpsidecar-rt" ./cmd/mcpsidecar)
