@@ -121,7 +121,7 @@ func (j *job) kubeEngineNote() {
 }
 
 // holderLimit bounds the holder. It mostly waits; the reads run in its
-// cgroup too (a Go process streaming files of up to maxCapture), and a
+// cgroup too (a Go process streaming files of up to runs.MaxCopyBytes, as the Docker backend copies), and a
 // CPU limit of a few millicores would make each one take seconds.
 var (
 	holderLimit   = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
@@ -339,7 +339,7 @@ func (j *job) kubeCollectOutput(ctx context.Context, c *orchestrate.Container) {
 }
 
 // kubeReadTimeout bounds one role's read: a few files of at most
-// maxCapture each, streamed through the API.
+// kubeOutputCap each, streamed through the API.
 const kubeReadTimeout = time.Minute
 
 // kubeTeardown deletes the run's namespace and waits until it is gone.

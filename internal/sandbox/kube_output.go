@@ -39,11 +39,11 @@ func (j *job) kubeReadOutput(ctx context.Context, c *orchestrate.Container) ([]s
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.problems, r.notes, r.err = j.o.Kube.Client.ReadOutput(ctx, j.kube.ns, c.ID, dir, names, maxCapture, pw)
+		r.problems, r.notes, r.err = j.o.Kube.Client.ReadOutput(ctx, j.kube.ns, c.ID, dir, names, kubeOutputCap, pw)
 		pw.CloseWithError(r.err)
 		done <- r
 	}()
-	untarErr := untarOutput(pr, dst, names, maxCapture)
+	untarErr := untarOutput(pr, dst, names, kubeOutputCap)
 	pr.CloseWithError(errors.New("stopped reading")) // the exec then ends
 	r := <-done
 	for _, n := range r.notes {
@@ -54,6 +54,13 @@ func (j *job) kubeReadOutput(ctx context.Context, c *orchestrate.Container) ([]s
 	}
 	return r.problems, untarErr
 }
+
+// kubeOutputCap bounds each file read from a pod's output volume: the
+// Docker backend's copy cap, so a role's log that the Docker backend
+// keeps is kept here too (a red-team workload padded the decision log
+// past the 16 MiB stdout cap this reader once used, and the whole log was
+// dropped).
+const kubeOutputCap = runs.MaxCopyBytes
 
 // outputNames are the files read from a role's output volume.
 func outputNames(role string) []string {

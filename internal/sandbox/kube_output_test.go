@@ -12,6 +12,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // entry is one tar entry a test writes by hand.
@@ -171,5 +172,29 @@ func TestPodOutputDir(t *testing.T) {
 	}
 	if _, ok := podOutputDir(orchestrate.Step{OutputDir: "/runs/r1/agent"}); ok {
 		t.Error("an output directory found without a mount")
+	}
+}
+
+// TestOutputCapAsDocker: a decision log past the stdout cap (16 MiB) but
+// within the Docker backend's copy cap comes across whole (red-team
+// finding: a padded log over 16 MiB was dropped on this backend).
+func TestOutputCapAsDocker(t *testing.T) {
+	src := t.TempDir()
+	line := strings.Repeat("d", 1023) + "\n"
+	log := strings.Repeat(line, (maxCapture>>10)+1024) // 17 MiB
+	if err := os.WriteFile(filepath.Join(src, runs.FileDecisions), []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	names := outputNames(orchestrate.RoleGateway)
+	var tarb, problems bytes.Buffer
+	if err := kube.WriteOutput(&tarb, src, names, kubeOutputCap, &problems); err != nil {
+		t.Fatal(err)
+	}
+	dir, root := openRoot(t)
+	if err := untarOutput(&tarb, root, names, kubeOutputCap); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, runs.FileDecisions)); err != nil || len(b) != len(log) {
+		t.Errorf("decision log of %d bytes came across as %d (%v); problems %q", len(log), len(b), err, problems.String())
 	}
 }
