@@ -38,6 +38,10 @@ func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, d *Decisi
 		g.refuse(w, d, dn)
 		return
 	}
+	if g.full.Load() {
+		refuseFull(w) // the log filled while this request was judged
+		return
+	}
 	up, addr, err := g.dialTarget(r.Context(), t)
 	d.ResolvedIP = addr.String()
 	d.Decision = Allow
@@ -108,12 +112,13 @@ func (g *Gateway) relay(w http.ResponseWriter, d *Decision, up net.Conn, done fu
 	return true
 }
 
-// track registers an open tunnel so Shutdown can close it; false when the
-// gateway is already shutting down.
+// track registers an open tunnel so Shutdown (or a full decision log)
+// can close it; false when the gateway is already shutting down or its
+// log is full.
 func (g *Gateway) track(t *tunnel) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.closing {
+	if g.closing || g.full.Load() {
 		return false
 	}
 	g.tunnels[t] = struct{}{}

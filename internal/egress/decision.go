@@ -2,12 +2,15 @@ package egress
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // Decision-log field names: the contract with the harness, the timeline
@@ -31,6 +34,7 @@ const (
 	FieldError         = "error"
 	FieldCredential    = "credential"
 	FieldScope         = "scope"
+	FieldLogFull       = "log_full"
 )
 
 // Values of [Decision.Decision].
@@ -64,6 +68,11 @@ type Decision struct {
 	// Scope is who the request was judged for ([Scope.String]: "agent",
 	// "sidecar/docs/search"), when the gateway has a scope table.
 	Scope string `json:"scope,omitempty"`
+	// LogFull marks the decision log's last line, written once when a
+	// line would pass the log's byte budget or a write failed
+	// ([ErrLogFull]): no line follows, and the gateway refused every
+	// request from then on. Omitted otherwise.
+	LogFull bool `json:"log_full,omitempty"`
 	// ScopeClaim is the request's [HeaderScope] values, read once when
 	// the request arrives; never logged.
 	ScopeClaim []string `json:"-"`
@@ -72,30 +81,87 @@ type Decision struct {
 // DecisionLog writes [Decision] lines, one Write call each, so a line is
 // never interleaved with another and a crash loses at most the line being
 // written. It is safe for concurrent use.
+//
+// It writes at most its byte budget ([DefaultLogBudget], lowered to the
+// process's RLIMIT_FSIZE minus [LogHeadroom] at the first write). The
+// threat: a workload that floods the gateway with denied requests until
+// the file hits the size limit, after which lines could no longer be
+// written while the gateway went on forwarding (red team, finding 1).
+// When a line would pass the budget, or any write fails, the log writes
+// one last line with [Decision.LogFull] set (in the headroom kept for
+// it) and refuses every later line with [ErrLogFull]; the gateway then
+// refuses all traffic.
 type DecisionLog struct {
-	mu     sync.Mutex
-	w      io.Writer
-	closer io.Closer
+	mu      sync.Mutex
+	w       io.Writer
+	closer  io.Closer
+	size    int64 // bytes in the file, including those there at open
+	budget  int64
+	fsize   bool // lower budget to RLIMIT_FSIZE at the first write
+	checked bool
+	full    error // why the log is full; nil while it is not
+	partial bool  // the last write was cut short: the file ends mid-line
 }
+
+// LogHeadroom is what the decision log keeps free under its hard limit
+// for its last line, the [Decision.LogFull] marker (bounded well below).
+const LogHeadroom = 4 << 10
+
+// DefaultLogBudget is the decision log's byte budget: below what the
+// host copies of the file (runs.MaxCopyBytes), so the log the host reads
+// is always whole and ends with the marker when it filled.
+const DefaultLogBudget = runs.MaxCopyBytes - LogHeadroom
+
+// ErrLogFull is returned by [DecisionLog.Record] once the log has reached
+// its budget or a write to it has failed: the line was not recorded.
+var ErrLogFull = errors.New("decision log full")
+
+// ReasonLogFull begins the reason of the [Decision.LogFull] marker line
+// and the gateway's answer to every request after it.
+const ReasonLogFull = "decision log full: the gateway refuses all traffic"
 
 // NewDecisionLog writes decisions to w; the caller keeps ownership of w.
 func NewDecisionLog(w io.Writer) *DecisionLog {
-	return &DecisionLog{w: w}
+	return &DecisionLog{w: w, budget: DefaultLogBudget}
 }
 
 // OpenDecisionLog appends to the file at path, creating it (mode 0600).
 // It refuses a symbolic link at path: the file sits in a directory the
 // workload may have written to, and the gateway must not be steered into
-// overwriting something else.
+// overwriting something else. The bytes already in the file count
+// against the budget.
 func OpenDecisionLog(path string) (*DecisionLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening decision log: %w", err)
 	}
-	return &DecisionLog{w: f, closer: f}, nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("opening decision log: %w", err)
+	}
+	return &DecisionLog{w: f, closer: f, size: fi.Size(), budget: DefaultLogBudget, fsize: true}, nil
 }
 
-// Record writes d as one JSON line.
+// SetBudget lowers the log's byte budget to n (tests, and the test
+// builds' knob); it never raises it.
+func (l *DecisionLog) SetBudget(n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.budget = min(l.budget, n)
+}
+
+// Full is why the log is full ([ErrLogFull] wrapped), or nil.
+func (l *DecisionLog) Full() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.full
+}
+
+// Record writes d as one JSON line. Once the log is full it writes
+// nothing and returns an error wrapping [ErrLogFull]; the line that finds
+// it full (over the budget, or a failed write) makes the log write its
+// marker first.
 func (l *DecisionLog) Record(d Decision) error {
 	b, err := json.Marshal(d)
 	if err != nil {
@@ -104,10 +170,71 @@ func (l *DecisionLog) Record(d Decision) error {
 	b = append(b, '\n')
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := l.w.Write(b); err != nil {
-		return fmt.Errorf("writing decision log: %w", err)
+	if l.full != nil {
+		return l.full
+	}
+	l.lowerToFsize()
+	if l.size+int64(len(b)) > l.budget {
+		l.fill(d, fmt.Errorf("%w: the %d-byte budget is reached (%d bytes written)", ErrLogFull, l.budget, l.size))
+		return l.full
+	}
+	n, err := l.w.Write(b)
+	l.size += int64(n)
+	if err != nil {
+		l.partial = n > 0 && n < len(b)
+		l.fill(d, fmt.Errorf("%w: writing decision log: %v", ErrLogFull, err))
+		return l.full
 	}
 	return nil
+}
+
+// lowerToFsize lowers the budget, once, to the process's file size limit
+// minus the headroom: read at the first write, as the role sets its
+// limits (hardening) after it opened the log.
+func (l *DecisionLog) lowerToFsize() {
+	if !l.fsize || l.checked {
+		return
+	}
+	l.checked = true
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &rl); err != nil || rl.Cur == ^uint64(0) || rl.Cur > uint64(l.budget)+LogHeadroom {
+		return
+	}
+	l.budget = max(int64(rl.Cur)-LogHeadroom, 0)
+}
+
+// fill marks the log full with why and writes the marker line, in the
+// headroom (unless the file ended mid-line, it starts a line of its own).
+// lost is the decision whose line found the log full.
+func (l *DecisionLog) fill(lost Decision, why error) {
+	l.full = why
+	b, err := json.Marshal(logFullMarker(lost, why))
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	if l.partial {
+		b = append([]byte{'\n'}, b...)
+	}
+	n, _ := l.w.Write(b)
+	l.size += int64(n)
+}
+
+// logFullMarker is the log's last line: what filled it and which line
+// was lost, bounded to fit the headroom.
+func logFullMarker(lost Decision, why error) Decision {
+	what := lost.Decision
+	if what == "" {
+		what = "undecided"
+	}
+	return Decision{
+		Time:     time.Now().UTC(),
+		RunID:    truncate(lost.RunID, 128),
+		Decision: Deny,
+		Reason: truncate(fmt.Sprintf("%s; this line and every later one are refused: %s. Not recorded: the line of the %s request %s %s:%d from %s, and those of the requests still in flight (cut off)",
+			ReasonLogFull, why, what, truncate(lost.Method, 32), truncate(lost.Host, 255), lost.Port, truncate(lost.Client, 64)), 2048),
+		LogFull: true,
+	}
 }
 
 // Close flushes the log to stable storage and closes it, when

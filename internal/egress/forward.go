@@ -98,6 +98,10 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decisi
 	st := &forwardState{target: t, client: clientIP(r.RemoteAddr)}
 	ctx, stop := g.untilStopped(r.Context())
 	defer stop()
+	if g.full.Load() {
+		refuseFull(w) // the log filled while this request was judged (full.go)
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.WithValue(ctx, forwardKey{}, st), g.limits.MaxDuration)
 	defer cancel()
 	body := &countingReader{r: r.Body}

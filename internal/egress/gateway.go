@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
@@ -89,6 +90,9 @@ type Gateway struct {
 
 	mu      sync.Mutex
 	closing bool
+	// full is set, under mu, once the decision log is full
+	// ([ErrLogFull]): every request is refused from then on (full.go).
+	full    atomic.Bool
 	tunnels map[*tunnel]struct{}
 	wg      sync.WaitGroup
 }
@@ -224,8 +228,13 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 }
 
 // ServeHTTP routes one request: CONNECT, absolute-URI forward, or the
-// readiness probe.
+// readiness probe. Once the decision log is full, every request, the
+// probe included, is refused here (full.go).
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if g.full.Load() {
+		refuseFull(w)
+		return
+	}
 	r, reason := claimRequest(r)
 	if reason != "" {
 		d := g.newDecision(r)
@@ -310,13 +319,13 @@ const DefaultShutdownWait = 2 * time.Second
 var errStopped = errors.New(ErrorInterrupted + ": the gateway shut down during the request")
 
 // untilStopped is ctx, also cancelled (cause [errStopped]) when the
-// gateway shuts down. Only the upstream exchange of an allowed request
+// gateway shuts down, or (cause [ErrLogFull]) when its decision log fills. Only the upstream exchange of an allowed request
 // runs under it: a request still being decided at shutdown is decided as
 // before (its CONNECT tunnel is then refused with "gateway shutting
 // down"), not denied for a resolver cut short.
 func (g *Gateway) untilStopped(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	stop := context.AfterFunc(g.stopCtx, func() { cancel(errStopped) })
+	stop := context.AfterFunc(g.stopCtx, func() { cancel(context.Cause(g.stopCtx)) })
 	return ctx, func() { stop(); cancel(context.Canceled) }
 }
 
@@ -331,7 +340,11 @@ func interruptedError(err error) string {
 
 func (g *Gateway) record(d *Decision) {
 	d.DurationMS = float64(g.now().Sub(d.Time).Microseconds()) / 1000
-	if err := g.log.Record(*d); err != nil {
+	err := g.log.Record(*d)
+	switch {
+	case errors.Is(err, ErrLogFull):
+		g.failClosed(err)
+	case err != nil:
 		g.logger.Error("recording decision", "err", err)
 	}
 }

@@ -159,6 +159,10 @@ type injectKey struct{}
 
 func (ij *injector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	g := ij.g
+	if g.full.Load() {
+		refuseFull(w)
+		return
+	}
 	d := g.newDecision(r)
 	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -288,6 +292,10 @@ func (ij *injector) forward(w http.ResponseWriter, r *http.Request, d *Decision,
 	g := ij.g
 	ctx, stop := g.untilStopped(r.Context())
 	defer stop()
+	if g.full.Load() {
+		refuseFull(w) // the log filled while this request was judged (full.go)
+		return
+	}
 	ctx, cancel := context.WithTimeout(ctx, g.limits.MaxDuration)
 	defer cancel()
 	ctx = context.WithValue(ctx, forwardKey{}, &st.forwardState)

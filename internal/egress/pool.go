@@ -93,6 +93,9 @@ func (p *upstreamPool) RoundTrip(req *http.Request) (*http.Response, error) {
 	if st == nil || st.target == nil {
 		return nil, errNoTarget
 	}
+	if p.g.full.Load() {
+		return nil, ErrLogFull // the last check before a byte goes upstream (full.go)
+	}
 	tr := p.transport(st.key(req.URL.Scheme), st.target)
 	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
 		if ap, err := netip.ParseAddrPort(info.Conn.RemoteAddr().String()); err == nil {

@@ -91,7 +91,8 @@ func Serve(ctx context.Context, cfg ServeConfig, harden func() error) error {
 }
 
 // serveUntil serves until ctx is cancelled (a signal), then shuts down:
-// tunnels closed, decision lines written, the log synced.
+// tunnels closed, decision lines written, the log synced. It returns the
+// log's [ErrLogFull] when the log filled.
 func serveUntil(ctx context.Context, g *Gateway, ln net.Listener, wait time.Duration, dlog *DecisionLog) error {
 	errc := make(chan error, 1)
 	go func() { errc <- g.Serve(ln) }()
@@ -107,5 +108,7 @@ func serveUntil(ctx context.Context, g *Gateway, ln net.Listener, wait time.Dura
 	defer cancel()
 	err := g.Shutdown(sctx)
 	<-errc
-	return errors.Join(err, dlog.Close())
+	// A full log ends the role with an error: its record stops early, and
+	// the role's own exit says so besides the log's last line.
+	return errors.Join(err, dlog.Full(), dlog.Close())
 }
