@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -48,37 +49,103 @@ type Record struct {
 	// when it stopped (its Error begins with [ErrorInterrupted]). Omitted
 	// otherwise.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// LogFull marks the audit log's last line (kind [KindLogFull]),
+	// written once when a line would pass the log's byte budget or a
+	// write failed: no line follows, and the sidecar refused every call
+	// from then on. Omitted otherwise.
+	LogFull bool `json:"log_full,omitempty"`
 }
 
 // AuditLog appends records as JSON lines. Each record is marshalled first
 // and then written with a single write call under a mutex to a file opened
 // with O_APPEND, so lines are never torn or interleaved, whatever the
 // concurrency. A nil *AuditLog records nothing (auditing off).
+//
+// It writes at most its byte budget ([DefaultAuditBudget], lowered to the
+// process's RLIMIT_FSIZE minus [AuditHeadroom] at the first write). When
+// a line would pass it, or any write fails, the log writes one last line
+// ([KindLogFull]) in the headroom and refuses every later line with
+// [ErrAuditFull]; the sidecar then refuses every call (auditmw.go). The
+// threat: a workload that fills the log with calls until lines can no
+// longer be written, and then makes calls the record does not show (the
+// gateway's decision log had this hole: redteam-kube finding 1).
 type AuditLog struct {
-	mu     sync.Mutex
-	w      io.Writer
-	f      *os.File
-	closed bool
-	err    error // first write error, reported by Close
+	mu      sync.Mutex
+	w       io.Writer
+	f       *os.File
+	closed  bool
+	err     error // first write error, reported by Close
+	size    int64 // bytes in the file, including those there at open
+	budget  int64
+	checked bool  // the budget was lowered to RLIMIT_FSIZE, if at all
+	full    error // why the log is full; nil while it is not
 }
 
-// OpenAuditLog opens (creating, mode 0600) path for appending.
+// KindLogFull is the kind of the audit log's last line when it filled.
+const KindLogFull = "log_full"
+
+// AuditHeadroom is what the audit log keeps free under its hard limit for
+// its [KindLogFull] line (bounded well below).
+const AuditHeadroom = 4 << 10
+
+// DefaultAuditBudget is the audit log's byte budget: below what the host
+// copies of the file (runs.MaxCopyBytes), so the copy is whole and ends
+// with the [KindLogFull] line when the log filled.
+const DefaultAuditBudget = runs.MaxCopyBytes - AuditHeadroom
+
+// ErrAuditFull is returned by [AuditLog.Write] once the log has reached
+// its budget or a write to it failed: the line was not recorded.
+var ErrAuditFull = errors.New("audit log full")
+
+// ReasonAuditFull is the error of the [KindLogFull] line and of every
+// call refused after it.
+const ReasonAuditFull = "audit log full: the sidecar refuses all calls"
+
+// OpenAuditLog opens (creating, mode 0600) path for appending. The bytes
+// already in the file count against the budget.
 func OpenAuditLog(path string) (*AuditLog, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening audit log: %w", err)
 	}
-	return &AuditLog{w: f, f: f}, nil
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("opening audit log: %w", err)
+	}
+	return &AuditLog{w: f, f: f, size: fi.Size(), budget: DefaultAuditBudget}, nil
 }
 
 // NewAuditLog writes records to w (for tests and in-memory use).
-func NewAuditLog(w io.Writer) *AuditLog { return &AuditLog{w: w} }
+func NewAuditLog(w io.Writer) *AuditLog {
+	return &AuditLog{w: w, budget: DefaultAuditBudget, checked: true}
+}
+
+// SetBudget lowers the log's byte budget to n (tests, and the test
+// builds' knob); it never raises it.
+func (l *AuditLog) SetBudget(n int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.budget = min(l.budget, n)
+}
+
+// Full is why the log is full ([ErrAuditFull] wrapped), or nil.
+func (l *AuditLog) Full() error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.full
+}
 
 // Write appends r as one line. Arguments and preview are bounded and
-// redacted here, so no caller can forget to.
-func (l *AuditLog) Write(r Record) {
+// redacted here, so no caller can forget to. It returns an error wrapping
+// [ErrAuditFull] when the line was not written: a caller about to send a
+// call upstream must then refuse it.
+func (l *AuditLog) Write(r Record) error {
 	if l == nil {
-		return
+		return nil
 	}
 	r.Arguments = boundArguments(r.Arguments)
 	r.ResultPreview = Preview(r.ResultPreview, MaxPreviewChars)
@@ -92,15 +159,64 @@ func (l *AuditLog) Write(r Record) {
 	defer l.mu.Unlock()
 	if l.closed {
 		l.err = errors.Join(l.err, errors.New("audit record written after close"))
+		return fmt.Errorf("%w: written after close", ErrAuditFull)
+	}
+	if l.full != nil {
+		return l.full
+	}
+	l.lowerToFsize()
+	if l.size+int64(len(line)) > l.budget {
+		l.fill(r, fmt.Errorf("%w: the %d-byte budget is reached (%d bytes written)", ErrAuditFull, l.budget, l.size), false)
+		return l.full
+	}
+	n, err := l.w.Write(line)
+	l.size += int64(n)
+	if err != nil {
+		l.fill(r, fmt.Errorf("%w: writing audit log: %v", ErrAuditFull, err), n > 0 && n < len(line))
+		return l.full
+	}
+	return nil
+}
+
+// lowerToFsize lowers the budget, once, to the process's file size limit
+// minus the headroom: read at the first write, as the role sets its
+// limits (hardening) after it opened the log.
+func (l *AuditLog) lowerToFsize() {
+	if l.checked {
 		return
 	}
-	if _, err := l.w.Write(line); err != nil && l.err == nil {
-		l.err = fmt.Errorf("writing audit log: %w", err)
+	l.checked = true
+	var rl syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &rl); err != nil || rl.Cur == ^uint64(0) || rl.Cur > uint64(l.budget)+AuditHeadroom {
+		return
 	}
+	l.budget = max(int64(rl.Cur)-AuditHeadroom, 0)
+}
+
+// fill marks the log full with why and writes its last line, naming the
+// record that was lost, on a line of its own (cut says the file ends
+// mid-line). Its error is recorded for Close only if nothing failed yet.
+func (l *AuditLog) fill(lost Record, why error, cut bool) {
+	l.full = why
+	b, err := json.Marshal(Record{
+		Time: timestamp(time.Now()), Kind: KindLogFull, Arguments: json.RawMessage("null"),
+		Error:   Preview(fmt.Sprintf("%s; this line and every later one are refused: %s. Not recorded: the %s line of %q (correlation id %s), and every call after it (refused)", ReasonAuditFull, why, lost.Kind, Preview(lost.Name, 200), lost.CorrelationID), 2*MaxPreviewChars),
+		LogFull: true,
+	})
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	if cut {
+		b = append([]byte{'\n'}, b...)
+	}
+	n, _ := l.w.Write(b)
+	l.size += int64(n)
 }
 
 // Close syncs the file to disk and closes it. It reports the first write
-// error, if any: a lost audit line must not pass silently.
+// error, or that the log filled, if so: a lost audit line must not pass
+// silently.
 func (l *AuditLog) Close() error {
 	if l == nil {
 		return nil
@@ -111,6 +227,7 @@ func (l *AuditLog) Close() error {
 		return l.err
 	}
 	l.closed = true
+	l.err = errors.Join(l.full, l.err)
 	if l.f != nil {
 		if err := l.f.Sync(); err != nil {
 			l.err = errors.Join(l.err, fmt.Errorf("syncing audit log: %w", err))

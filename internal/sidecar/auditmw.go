@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -46,6 +47,9 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if s.audit == nil {
 			return next(ctx, method, req)
 		}
+		if err := s.audit.Full(); err != nil {
+			return nil, refusedFull(err)
+		}
 		rec.Time = timestamp(start)
 		rec.CorrelationID = corr
 		rec.SessionID = sessionOf(req, hdr)
@@ -53,8 +57,12 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if rec.Kind == KindToolCall {
 			rec.Server = s.serverOf(rec.Name)
 			// The start line is written before the call can send
-			// anything upstream; shutdown cancels ctx.
-			ctx, call = s.calls.begin(ctx, s.audit, rec, start)
+			// anything upstream; shutdown cancels ctx. A start line
+			// that cannot be written refuses the call.
+			var err error
+			if ctx, call, err = s.calls.begin(ctx, s.audit, rec, start); err != nil {
+				return nil, refusedFull(err)
+			}
 		}
 		res, err := next(ctx, method, req)
 		rec.OK, rec.Error, rec.ResultPreview = outcome(res, err)
@@ -74,6 +82,13 @@ func (s *Sidecar) auditMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		})
 		return res, err
 	}
+}
+
+// refusedFull is the error of a call refused because the audit log is
+// full (or failed): it is not sent anywhere, and the log's last line says
+// so. The threat: a call that reaches an MCP server with no audit line.
+func refusedFull(why error) error {
+	return fmt.Errorf("%s (%v)", ReasonAuditFull, why)
 }
 
 func orNone(s string) string {

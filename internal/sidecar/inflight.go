@@ -47,8 +47,11 @@ type inflightCalls struct {
 // stopping, the context is cancelled already: the call is recorded, and
 // fails before it is sent anywhere. Every line the tracker writes is
 // written under its lock, so shutdown's abandon (and the audit's close
-// after it) cannot come between a call's claim and its line.
-func (c *inflightCalls) begin(ctx context.Context, audit *AuditLog, rec Record, start time.Time) (context.Context, *inflight) {
+// after it) cannot come between a call's claim and its line. When the
+// start line cannot be written (the audit log is full, [ErrAuditFull]),
+// the call is not registered and begin returns the error: the caller
+// must refuse the call, as nothing may go upstream unrecorded.
+func (c *inflightCalls) begin(ctx context.Context, audit *AuditLog, rec Record, start time.Time) (context.Context, *inflight, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	call := &inflight{rec: rec, start: start, cancel: cancel}
 	startRec := rec
@@ -56,15 +59,18 @@ func (c *inflightCalls) begin(ctx context.Context, audit *AuditLog, rec Record, 
 	startRec.OK = true
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := audit.Write(startRec); err != nil {
+		cancel()
+		return ctx, nil, err
+	}
 	if c.calls == nil {
 		c.calls = map[*inflight]struct{}{}
 	}
 	c.calls[call] = struct{}{}
-	audit.Write(startRec)
 	if c.stopping {
 		cancel()
 	}
-	return ctx, call
+	return ctx, call, nil
 }
 
 // finish cancels call's context and has write write its end line, once:

@@ -17,7 +17,10 @@ func TestInflightAbandon(t *testing.T) {
 	var calls inflightCalls
 	start := time.Now()
 	rec := Record{Time: timestamp(start), Kind: KindToolCall, Name: "slow", CorrelationID: "0af7651916cd43dd8448eb211c80319c", Server: "fx"}
-	ctx, call := calls.begin(context.Background(), audit, rec, start)
+	ctx, call, err := calls.begin(context.Background(), audit, rec, start)
+	if err != nil {
+		t.Fatal(err)
+	}
 	calls.stop()
 	if ctx.Err() == nil {
 		t.Fatal("stop did not cancel the call's context")
@@ -42,7 +45,10 @@ func TestInflightBeginWhileStopping(t *testing.T) {
 	var buf bytes.Buffer
 	var calls inflightCalls
 	calls.stop()
-	ctx, call := calls.begin(context.Background(), NewAuditLog(&buf), Record{Kind: KindToolCall, Name: "x", CorrelationID: "0af7651916cd43dd8448eb211c80319c", Time: timestamp(time.Now())}, time.Now())
+	ctx, call, err := calls.begin(context.Background(), NewAuditLog(&buf), Record{Kind: KindToolCall, Name: "x", CorrelationID: "0af7651916cd43dd8448eb211c80319c", Time: timestamp(time.Now())}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if ctx.Err() == nil {
 		t.Error("a call begun while stopping runs under a live context")
 	}
