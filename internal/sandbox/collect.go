@@ -227,7 +227,8 @@ func (j *job) probeContext() *probe.Context {
 // teardownChecks: the record is complete even when the run ended under a
 // call in flight. No role was killed at the stop (its last lines could be
 // lost; skipped with --keep, where nothing is stopped), and every gateway
-// request made for a sidecar tool call has its call in the audit.
+// request made for a sidecar tool call has its call in the audit, and
+// neither the decision log nor the audit log filled.
 func (j *job) teardownChecks() []runs.Check {
 	var out []runs.Check
 	if !j.o.Keep {
@@ -248,6 +249,8 @@ func (j *job) teardownChecks() []runs.Check {
 	if j.agentExit != nil {
 		out = append(out, fromAgentCheck(verdict.SidecarEgress(j.dir.Path)))
 	}
+	// A log that filled ends the record early, whatever the workload.
+	out = append(out, fromAgentCheck(verdict.LogsNotFull(j.dir.Path)))
 	return out
 }
 
