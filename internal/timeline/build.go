@@ -186,6 +186,13 @@ func (b *builder) audit(line []byte, n int) error {
 		}
 		b.add(e)
 		return nil
+	case auditLogFull:
+		// The audit log's last line: it filled (or a write failed), and
+		// the sidecar refused every call after it.
+		e.Kind, e.OK = KindLogFull, false
+		e.Summary = orDash(l.Error)
+		b.add(e)
+		return nil
 	default:
 		return fmt.Errorf("unknown kind %q", l.Kind)
 	}
@@ -209,6 +216,11 @@ func (b *builder) decision(line []byte, n int) error {
 		Method: l.Method, Host: l.Host, Port: string(l.Port), ResolvedIP: l.ResolvedIP, Decision: l.Decision,
 		Rule: l.Rule, Reason: l.Reason, Credential: l.Credential, Scope: l.Scope, BytesUp: l.BytesUp, BytesDown: l.BytesDown, File: FileDecisions, Line: n}
 	e.Summary = egressSummary(&e)
+	if l.LogFull {
+		// The decision log's last line: it filled (or a write failed),
+		// and the gateway refused all traffic after it.
+		e.Kind, e.OK, e.Summary = KindLogFull, false, orDash(l.Reason)
+	}
 	b.add(e)
 	return nil
 }

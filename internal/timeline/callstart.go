@@ -10,6 +10,10 @@ const KindCallStart = "call_start"
 // tools/call starts.
 const auditCallStart = "call_start"
 
+// auditLogFull is the audit line kind the sidecar writes, last, when its
+// log filled.
+const auditLogFull = "log_full"
+
 // noEndLine is the error of a call the audit shows started and never
 // ended: the sidecar died (was killed) with the call in flight.
 const noEndLine = "started, but the audit has no end line: the sidecar stopped (or was killed) with the call in flight"

@@ -34,6 +34,7 @@ const (
 	KindEgress         = "egress"          // gateway: one allow/deny decision
 	KindInvalidRequest = "invalid_request" // sidecar: a request refused before its method was known
 	KindPinCheck       = "pin_check"       // sidecar: a declared MCP server's tools compared with the pin at connect
+	KindLogFull        = "log_full"        // gateway or sidecar: its log filled (or failed); it refused everything after
 )
 
 // How a child event was linked to its parent.

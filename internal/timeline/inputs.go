@@ -45,6 +45,7 @@ type decisionLine struct {
 	Error         string    `json:"error"`      // an allowed request that failed upstream
 	Credential    string    `json:"credential"` // "injected" | "refused" on the credential listener
 	Scope         string    `json:"scope"`      // "agent" | "sidecar/<server>/<tool>", with a scope table
+	LogFull       bool      `json:"log_full"`   // the log's last line: it filled, the gateway refused all traffic after
 }
 
 // turnLine is one line of agent-turns.jsonl.
