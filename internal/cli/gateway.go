@@ -34,7 +34,12 @@ type gatewayOptions struct {
 	idleTimeout  time.Duration
 	maxDuration  time.Duration
 	shutdownWait time.Duration
+	logBudget    int64 // test builds only (--x-log-budget); 0: the default
 }
+
+// addGatewayTestFlags adds the test binary's hidden gateway flags; the
+// product has none.
+var addGatewayTestFlags = func(*cobra.Command, *gatewayOptions) {}
 
 func newGatewayCmd(s Streams) *cobra.Command {
 	var o gatewayOptions
@@ -76,6 +81,7 @@ before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
 	f.DurationVar(&o.idleTimeout, "idle-timeout", lim.IdleTimeout, "close a tunnel with no traffic for this long")
 	f.DurationVar(&o.maxDuration, "max-duration", lim.MaxDuration, "close a tunnel or forwarded request older than this")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", egress.DefaultShutdownWait, "how long shutdown waits for the forwarded requests it cancels (each is logged as interrupted)")
+	addGatewayTestFlags(cmd, &o)
 	return cmd
 }
 
@@ -136,7 +142,7 @@ func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(st
 	cfg := egress.ServeConfig{Listen: o.listen, CredentialListen: o.credListen, DecisionLog: o.decisionLog, Out: s.Out,
 		Logger: slog.New(slog.NewJSONHandler(s.Err, nil)), Policy: policy, Injection: inject, Scopes: scopes, RunID: o.runID,
 		Limits:       egress.Limits{MaxConcurrent: o.maxTunnels, IdleTimeout: o.idleTimeout, MaxDuration: o.maxDuration},
-		ShutdownWait: o.shutdownWait}
+		ShutdownWait: o.shutdownWait, LogBudget: o.logBudget}
 	return egress.Serve(ctx, cfg, func() error {
 		return hardenRole("gateway", getenv, s.Err, false, reportDir(o.decisionLog))
 	})

@@ -29,6 +29,10 @@ type ServeConfig struct {
 	// ShutdownWait bounds how long shutdown waits for the forwarded
 	// requests it cancelled to return (0: [DefaultShutdownWait]).
 	ShutdownWait time.Duration
+	// LogBudget, when positive, lowers the decision log's byte budget
+	// ([DefaultLogBudget]); only the test builds set it, so that an
+	// end-to-end test fills the log in a few requests.
+	LogBudget int64
 }
 
 // listen is net.Listen; the tests that check the start order replace it.
@@ -58,6 +62,9 @@ func Serve(ctx context.Context, cfg ServeConfig, harden func() error) error {
 		}
 	}
 	defer dlog.Close()
+	if cfg.LogBudget > 0 {
+		dlog.SetBudget(cfg.LogBudget)
+	}
 	ln, err := listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", cfg.Listen, err)
