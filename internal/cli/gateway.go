@@ -54,6 +54,9 @@ A name is matched before any DNS lookup; every address it resolves to must be pu
 or covered by allowed_ip_addresses; the gateway dials exactly a checked address.
 Each request is one JSON line in the decision log (docs/egress.md); without
 --decision-log the lines go to standard output. A direct GET /healthz answers 200.
+Once the decision log is full (its byte budget, below the host's 64 MiB copy cap and
+the role's file size limit) or a write to it fails, its last line says so and the
+gateway answers every request 503, the probe included.
 
 The policy is the JSON gateway policy written by 'mcpsidecar spec resolve'; without
 --policy it is read from $MCPSIDECAR_GATEWAY_POLICY. --run-id defaults to

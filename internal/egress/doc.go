@@ -8,7 +8,10 @@
 // not public and not covered by allowed_ip_addresses; and dials exactly an
 // address it checked (the dialer's ControlContext checks it once more at
 // socket level, and no second lookup happens). Every request but the
-// readiness probe produces one [Decision] line in the decision log.
+// readiness probe produces one [Decision] line in the decision log. A
+// request the log cannot record is not served: once the log reaches its
+// byte budget or a write fails, it ends with a [Decision.LogFull] line and
+// the gateway refuses all traffic (full.go).
 //
 // The rules themselves (grammar, normalisation, address classes) belong to
 // internal/netpolicy; this package must not grow its own. It does not read
