@@ -208,7 +208,14 @@ func (l *DecisionLog) lowerToFsize() {
 // lost is the decision whose line found the log full.
 func (l *DecisionLog) fill(lost Decision, why error) {
 	l.full = why
-	b, err := json.Marshal(logFullMarker(lost, why))
+	m := logFullMarker(lost, why)
+	b, err := json.Marshal(m)
+	if len(b) >= LogHeadroom-2 {
+		// JSON escapes can make a short host long: the marker must fit
+		// the headroom, or the file passes what the host copies.
+		m.Reason = ReasonLogFull
+		b, err = json.Marshal(m)
+	}
 	if err != nil {
 		return
 	}

@@ -248,3 +248,20 @@ func TestDecisionLogBudgetFollowsFsize(t *testing.T) {
 	}
 	checkMarkerLast(t, string(b), limit-LogHeadroom)
 }
+
+// TestLogFullMarkerFitsHeadroom: a lost line whose host is all control
+// characters (six bytes each once escaped) still leaves a marker within
+// the headroom.
+func TestLogFullMarkerFitsHeadroom(t *testing.T) {
+	var buf syncBuffer
+	l := NewDecisionLog(&buf)
+	l.SetBudget(1)
+	d := Decision{RunID: strings.Repeat("\x01", 128), Method: strings.Repeat("\x01", 32), Host: strings.Repeat("\x01", 255),
+		Client: strings.Repeat("\x01", 64), Decision: Deny}
+	if err := l.Record(d); !errors.Is(err, ErrLogFull) {
+		t.Fatalf("Record = %v", err)
+	}
+	if n := len(buf.String()); n == 0 || n > LogHeadroom {
+		t.Errorf("marker is %d bytes, want 1..%d", n, LogHeadroom)
+	}
+}

@@ -198,11 +198,18 @@ func (l *AuditLog) lowerToFsize() {
 // mid-line). Its error is recorded for Close only if nothing failed yet.
 func (l *AuditLog) fill(lost Record, why error, cut bool) {
 	l.full = why
-	b, err := json.Marshal(Record{
+	m := Record{
 		Time: timestamp(time.Now()), Kind: KindLogFull, Arguments: json.RawMessage("null"),
 		Error:   Preview(fmt.Sprintf("%s; this line and every later one are refused: %s. Not recorded: the %s line of %q (correlation id %s), and every call after it (refused)", ReasonAuditFull, why, lost.Kind, Preview(lost.Name, 200), lost.CorrelationID), 2*MaxPreviewChars),
 		LogFull: true,
-	})
+	}
+	b, err := json.Marshal(m)
+	if len(b) >= AuditHeadroom-2 {
+		// JSON escapes can make a short name long: the line must fit the
+		// headroom, or the file passes what the host copies.
+		m.Error = ReasonAuditFull
+		b, err = json.Marshal(m)
+	}
 	if err != nil {
 		return
 	}
