@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
@@ -22,7 +23,7 @@ const (
 // test-sandbox take them.
 type backendFlags struct {
 	backend, kubeconfig, context, prefix string
-	imageImport, nodeRoot                string
+	imageImport, imageRegistry, nodeRoot string
 	podAddresses                         bool
 	gatewayHosts                         []string
 }
@@ -36,6 +37,8 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 	f.StringVar(&b.prefix, "namespace-prefix", kube.DefaultNamespacePrefix, "start of each run namespace's name")
 	f.StringVar(&b.imageImport, "kube-image-import", "",
 		"bring our image to a node on this machine: "+kube.ImageImport+"SOCKET imports it into that containerd (the engine's image export, ctr import); unset, the cluster must hold it")
+	f.StringVar(&b.imageRegistry, "kube-image-registry", "",
+		"REPO (e.g. registry.example.com/team/mcpsidecar): push our image there as REPO:<its content hash> through the engine and run the pods from REPO@<the pushed digest>; credentials from the Docker config's auths (~/.docker/config.json, or $DOCKER_CONFIG)")
 	f.StringVar(&b.nodeRoot, "kube-node-root", "",
 		"the kubelet root directory of the cluster's one node, when that node is this machine: our seccomp profile is installed there (a Localhost profile); unset, the pods use the runtime's default seccomp profile")
 	f.String("kube-holder-image", "", "")
@@ -67,6 +70,16 @@ func (b backendFlags) kube(o sandboxOptions) (*sandbox.Kube, error) {
 			return nil, usageErrorf("--kube-image-import: %v", err)
 		}
 		k.ImportSocket = sock
+	}
+	if b.imageRegistry != "" {
+		if b.imageImport != "" {
+			return nil, usageErrorf("--kube-image-registry and --kube-image-import both bring the image to the cluster: give one")
+		}
+		repo, err := dockerx.ParseRepository(b.imageRegistry)
+		if err != nil {
+			return nil, usageErrorf("--kube-image-registry: %v", err)
+		}
+		k.Registry, k.DockerConfig = repo, dockerConfigFile()
 	}
 	for _, h := range b.gatewayHosts {
 		e, err := kube.ParseHostEntry(h)
@@ -118,6 +131,17 @@ func (b backendFlags) kubeconfigPath() string {
 		}
 	}
 	return ""
+}
+
+// dockerConfigFile is the Docker client's config file, where `docker
+// login` stores credentials: $DOCKER_CONFIG/config.json, else
+// ~/.docker/config.json.
+func dockerConfigFile() string {
+	if d := os.Getenv("DOCKER_CONFIG"); d != "" {
+		return filepath.Join(d, "config.json")
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".docker", "config.json")
 }
 
 func fileExists(p string) bool {

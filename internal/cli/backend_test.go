@@ -26,6 +26,12 @@ func TestBackendFlags(t *testing.T) {
 		{"squid", backendFlags{backend: "kubernetes"}, sandboxOptions{gatewayEngine: "squid"}, "--gateway-engine squid is not supported"},
 		{"import", backendFlags{backend: "kubernetes", imageImport: "registry:x"}, sandboxOptions{}, "--kube-image-import"},
 		{"import-relative", backendFlags{backend: "kubernetes", imageImport: "containerd:run/c.sock"}, sandboxOptions{}, "--kube-image-import"},
+		{"registry-and-import", backendFlags{backend: "kubernetes", imageImport: "containerd:/run/c.sock", imageRegistry: "registry.example.com/team/mcpsidecar"}, sandboxOptions{}, "--kube-image-registry and --kube-image-import"},
+		{"registry-tag", backendFlags{backend: "kubernetes", imageRegistry: "registry.example.com/team/mcpsidecar:v1"}, sandboxOptions{}, `--kube-image-registry: "registry.example.com/team/mcpsidecar:v1" has a tag`},
+		{"registry-digest", backendFlags{backend: "kubernetes", imageRegistry: "registry.example.com/m@sha256:" + strings.Repeat("ab", 32)}, sandboxOptions{}, "has a digest"},
+		{"registry-upper", backendFlags{backend: "kubernetes", imageRegistry: "registry.example.com/Team/m"}, sandboxOptions{}, "--kube-image-registry: \"registry.example.com/Team/m\" is not an image repository"},
+		{"registry-scheme", backendFlags{backend: "kubernetes", imageRegistry: "https://registry.example.com/m"}, sandboxOptions{}, "is not an image repository"},
+		{"registry-ok", backendFlags{backend: "kubernetes", imageRegistry: "127.0.0.1:5000/team/m", kubeconfig: "/nonexistent/kubeconfig"}, sandboxOptions{}, "/nonexistent/kubeconfig"},
 		{"node-root-relative", backendFlags{backend: "kubernetes", nodeRoot: "kubelet"}, sandboxOptions{}, "--kube-node-root"},
 		{"gateway-host", backendFlags{backend: "kubernetes", gatewayHosts: []string{"model.test=10.237.0.9", "model.test"}}, sandboxOptions{}, `--kube-gateway-host "model.test": want NAME=ADDRESS`},
 	} {

@@ -26,6 +26,7 @@ type Client struct {
 }
 
 var _ Engine = (*Client)(nil)
+var _ Pusher = (*Client)(nil)
 
 // New connects lazily to the daemon configured by the environment
 // (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH), or, without

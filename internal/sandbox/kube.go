@@ -31,8 +31,18 @@ type Kube struct {
 	// ImportSocket, when set, is the containerd socket of a node on this
 	// machine: our image is imported there (kube.ImportToContainerd)
 	// after it is built. Empty: the cluster must already hold the image
-	// under its tag (a registry is not supported yet).
+	// under its tag, or Registry is set.
 	ImportSocket string
+	// Registry, when set, is a repository (fully qualified, e.g.
+	// registry.example.com/team/mcpsidecar) our image is pushed to after
+	// it is built; the pods then name it by the pushed manifest's digest
+	// (REPO@sha256:…), so the cluster runs exactly the bytes built here,
+	// whatever the tag points to later (kubePush).
+	Registry string
+	// DockerConfig is the Docker client's config file whose auths hold
+	// the registry's credentials (dockerx.RegistryAuth); read at push
+	// time and sent to the engine only.
+	DockerConfig string
 	// NodeRoot is the kubelet root directory of the cluster's one node
 	// when that node is this machine (the test cluster): the run's
 	// seccomp profile is installed under its seccomp directory, and the
@@ -53,8 +63,11 @@ type Kube struct {
 // kubeRun is a run on the cluster.
 type kubeRun struct {
 	k  *Kube
-	ns string     // "" until the namespace exists
-	mu sync.Mutex // the services stop, and may be read, concurrently
+	ns string // "" until the namespace exists
+	// image is our image as the pods name it (kube.Input.RuntimeImage):
+	// the built tag, or its digest reference in the registry.
+	image string
+	mu    sync.Mutex // the services stop, and may be read, concurrently
 }
 
 // kubePlanInput holds no role at start: the hold that works around an old
@@ -79,9 +92,10 @@ func (j *job) kubeApply(ctx context.Context) error {
 	j.kubeEngineNote()
 	in := kube.Input{Plan: j.sess.Plan, Profile: j.profile, RuntimeImage: j.image.Tag, NamespacePrefix: k.NamespacePrefix,
 		Token: token(), RuntimeDefaultSeccomp: k.NodeRoot == "", GatewayHosts: k.GatewayHosts}
-	if err := j.phases.do("kube-image", func() error { return j.kubePrepare(ctx, in) }); err != nil {
+	if err := j.phases.do("kube-image", func() error { return j.kubePrepare(ctx, &in) }); err != nil {
 		return err
 	}
+	j.kube.image = in.RuntimeImage
 	var run *kube.Run
 	err := j.phases.do("pods", func() error {
 		j.kube.ns = in.NamespaceName() // Create deletes it again on failure; teardown deletes it too
@@ -165,8 +179,9 @@ func (j *job) kubeStarted(ns string, c *orchestrate.Container) error {
 	return j.writeJSON(runs.StartResultsFile(c.Step.Role), []startResult{res})
 }
 
-// kubePrepare brings the image and the seccomp profile to the node.
-func (j *job) kubePrepare(ctx context.Context, in kube.Input) error {
+// kubePrepare brings the image and the seccomp profile to the node; with
+// a registry, in.RuntimeImage becomes the pushed image's digest reference.
+func (j *job) kubePrepare(ctx context.Context, in *kube.Input) error {
 	k := j.o.Kube
 	if k.NodeRoot == "" {
 		d := "kubernetes: the pods use the runtime's default seccomp profile, not ours (no node directory to install it in: --kube-node-root)"
@@ -174,6 +189,9 @@ func (j *job) kubePrepare(ctx context.Context, in kube.Input) error {
 		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
 	} else if err := installSeccomp(k.NodeRoot, in.Plan); err != nil {
 		return err
+	}
+	if k.Registry != "" {
+		return j.kubePush(ctx, in)
 	}
 	if k.ImportSocket == "" {
 		return nil
@@ -185,6 +203,36 @@ func (j *job) kubePrepare(ctx context.Context, in kube.Input) error {
 		return fmt.Errorf("importing %s: the engine cannot export images", in.RuntimeImage)
 	}
 	return kube.ImportToContainerd(ctx, k.ImportSocket, in.RuntimeImage, saver.SaveImage)
+}
+
+// kubePush tags our image as REPO:<its content hash>, pushes it through
+// the engine and names it by digest for the pods. The tag is a content
+// hash, but a registry's tag can be moved by anyone who may push to it;
+// the digest cannot, so a pod runs the bytes built here or none. The
+// credential (if any) goes from the config file to the engine's header
+// only, never to an artifact or a message.
+func (j *job) kubePush(ctx context.Context, in *kube.Input) error {
+	k := j.o.Kube
+	p, ok := j.sess.Engine.(dockerx.Pusher)
+	if !ok {
+		return fmt.Errorf("pushing %s: the engine cannot push images", in.RuntimeImage)
+	}
+	_, tag, _ := strings.Cut(in.RuntimeImage, ":")
+	target := k.Registry + ":" + tag
+	if err := p.TagImage(ctx, in.RuntimeImage, target); err != nil {
+		return err
+	}
+	auth, err := dockerx.RegistryAuth(k.DockerConfig, k.Registry)
+	if err != nil {
+		return err
+	}
+	digest, err := p.PushImage(ctx, target, auth)
+	if err != nil {
+		return err
+	}
+	in.RuntimeImage = k.Registry + "@" + digest
+	fmt.Fprintf(j.s.Err, "image %s pushed as %s; the pods run %s\n", j.image.Tag, target, in.RuntimeImage)
+	return nil
 }
 
 // installSeccomp writes each seccomp profile of the plan (the text the

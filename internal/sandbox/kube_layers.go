@@ -21,7 +21,7 @@ func (j *job) kubeLayers(ctx context.Context, run *kube.Run) error {
 		return nil
 	}
 	return j.phases.do("layers", func() error {
-		l, err := j.o.Kube.Client.CheckLayers(ctx, run, j.image.Tag, j.o.ReadyTimeout)
+		l, err := j.o.Kube.Client.CheckLayers(ctx, run, j.kube.image, j.o.ReadyTimeout)
 		if err != nil {
 			return err
 		}

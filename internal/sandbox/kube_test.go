@@ -1,12 +1,22 @@
 package sandbox
 
 import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx/dockerxtest"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -69,5 +79,53 @@ func TestKubeEngineNote(t *testing.T) {
 	j.kubeEngineNote()
 	if !strings.HasSuffix(j.meta.Degradations[0], "no role ran on it and none was held)") || j.meta.Degradations[1] != "other" {
 		t.Errorf("degradations %q", j.meta.Degradations)
+	}
+}
+
+// TestKubePush: with a registry, our image is tagged REPO:<its content
+// hash> and pushed with the config file's credential, and the pods name
+// it by the pushed digest; the stderr line names the digest reference and
+// never the credential. A refused push fails the phase and leaves the
+// image as it was.
+func TestKubePush(t *testing.T) {
+	const repo = "registry.example.com/team/mcpsidecar"
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(cfg, []byte(`{"auths":{"registry.example.com":{"auth":"`+base64.StdEncoding.EncodeToString([]byte("alice:s3cret"))+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, refuse := range []bool{false, true} {
+		eng := dockerxtest.New()
+		eng.Images["mcpsidecar:0123456789abcdef"] = true
+		if refuse {
+			eng.PushErr = errors.New("denied: requested access to the resource is denied")
+		}
+		var errb bytes.Buffer
+		j := &job{s: Output{Err: &errb}, o: Options{Kube: &Kube{Registry: repo, DockerConfig: cfg}},
+			sess: &orchestrate.Session{Engine: eng}, image: dockerx.ImageFiles{Tag: "mcpsidecar:0123456789abcdef"}}
+		in := kube.Input{RuntimeImage: "mcpsidecar:0123456789abcdef"}
+		err := j.kubePrepare(context.Background(), &in)
+		wantCalls := []string{"tag mcpsidecar:0123456789abcdef " + repo + ":0123456789abcdef", "push " + repo + ":0123456789abcdef"}
+		if diff := cmp.Diff(wantCalls, eng.CallList()); diff != "" {
+			t.Errorf("refuse %v: engine calls mismatch (-want +got):\n%s", refuse, diff)
+		}
+		if len(eng.PushAuths) != 1 || eng.PushAuths[0] == "" {
+			t.Errorf("refuse %v: push auths %q, want the config's credential", refuse, eng.PushAuths)
+		}
+		if strings.Contains(errb.String(), "s3cret") || strings.Contains(errb.String(), eng.PushAuths[0]) {
+			t.Errorf("refuse %v: the credential is on stderr: %s", refuse, errb.String())
+		}
+		if refuse {
+			if err == nil || !strings.Contains(err.Error(), "denied") || in.RuntimeImage != "mcpsidecar:0123456789abcdef" {
+				t.Errorf("refused push: err %v, image %s; want the registry's error and the image unchanged", err, in.RuntimeImage)
+			}
+			continue
+		}
+		want := repo + "@" + eng.Pushed[repo+":0123456789abcdef"]
+		if err != nil || in.RuntimeImage != want || !strings.HasPrefix(want, repo+"@sha256:") {
+			t.Fatalf("kubePrepare() = %v, image %s; want %s", err, in.RuntimeImage, want)
+		}
+		if !strings.Contains(errb.String(), "the pods run "+want) {
+			t.Errorf("stderr %q does not name %s", errb.String(), want)
+		}
 	}
 }

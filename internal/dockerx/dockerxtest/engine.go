@@ -9,7 +9,9 @@ package dockerxtest
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -28,7 +30,7 @@ type Engine struct {
 	// Calls are the operations in order: "create-network NAME",
 	// "create NAME", "start ID", "attach ID", "kill ID SIGNAL",
 	// "remove ID", "remove-network ID", "inspect-image REF", "build TAG",
-	// "import TAG", "dial PID HOST".
+	// "import TAG", "dial PID HOST", "tag SOURCE TARGET", "push REF".
 	Calls []string
 
 	VersionString string // Version's answer; "" is 27.0.0
@@ -81,6 +83,14 @@ type Engine struct {
 	// IgnoreFixedIPs makes InspectContainer report IP where a fixed
 	// address was asked for (an engine that did not honour it).
 	IgnoreFixedIPs bool
+	// Pushed is the digest PushImage reports for each reference it
+	// pushed; PushErr, when set, fails every push (as a registry that
+	// refused). A push needs the reference to exist (a TagImage first),
+	// as the real engine does.
+	Pushed  map[string]string
+	PushErr error
+	// PushAuths are the X-Registry-Auth values the pushes were given.
+	PushAuths []string
 
 	waits   map[string]chan dockerx.WaitResult
 	started map[string]bool
@@ -186,6 +196,43 @@ func (f *Engine) ImportImage(_ context.Context, img dockerx.ImageFiles) error {
 		f.Images[img.Tag] = true
 	}
 	return f.ImportErr
+}
+
+// TagImage names an existing image also as target.
+func (f *Engine) TagImage(_ context.Context, source, target string) error {
+	if err := f.recordFallible("tag %s %s", source, target); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.Images[source] {
+		return fmt.Errorf("dockerxtest: no such image: %s", source)
+	}
+	f.Images[target] = true
+	return nil
+}
+
+// PushImage "pushes" ref and reports a digest made from its name.
+func (f *Engine) PushImage(_ context.Context, ref, auth string) (string, error) {
+	if err := f.recordFallible("push %s", ref); err != nil {
+		return "", err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.PushAuths = append(f.PushAuths, auth)
+	if !f.Images[ref] {
+		return "", fmt.Errorf("dockerxtest: no such image: %s", ref)
+	}
+	if f.PushErr != nil {
+		return "", f.PushErr
+	}
+	sum := sha256.Sum256([]byte(ref))
+	d := "sha256:" + hex.EncodeToString(sum[:])
+	if f.Pushed == nil {
+		f.Pushed = map[string]string{}
+	}
+	f.Pushed[ref] = d
+	return d, nil
 }
 
 func (f *Engine) CreateNetwork(_ context.Context, n dockerx.NetworkSpec) (string, error) {
@@ -401,3 +448,4 @@ func (f *Engine) DialNetns(ctx context.Context, pid int, addr string) (net.Conn,
 }
 
 var _ dockerx.Engine = (*Engine)(nil)
+var _ dockerx.Pusher = (*Engine)(nil)
