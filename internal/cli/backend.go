@@ -79,7 +79,7 @@ func (b backendFlags) kube(o sandboxOptions) (*sandbox.Kube, error) {
 		if err != nil {
 			return nil, usageErrorf("--kube-image-registry: %v", err)
 		}
-		k.Registry, k.DockerConfig = repo, dockerConfigFile()
+		k.Registry, k.DockerConfig = repo, dockerx.ConfigFile(os.Getenv)
 	}
 	for _, h := range b.gatewayHosts {
 		e, err := kube.ParseHostEntry(h)
@@ -131,17 +131,6 @@ func (b backendFlags) kubeconfigPath() string {
 		}
 	}
 	return ""
-}
-
-// dockerConfigFile is the Docker client's config file, where `docker
-// login` stores credentials: $DOCKER_CONFIG/config.json, else
-// ~/.docker/config.json.
-func dockerConfigFile() string {
-	if d := os.Getenv("DOCKER_CONFIG"); d != "" {
-		return filepath.Join(d, "config.json")
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".docker", "config.json")
 }
 
 func fileExists(p string) bool {
