@@ -10,6 +10,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"net"
 	"net/http"
@@ -54,8 +55,9 @@ func registryBinary(t *testing.T) string {
 
 // startRegistry runs the registry on a free loopback port with its
 // storage in a temporary directory and returns its address once it
-// answers /v2/.
-func startRegistry(t *testing.T) string {
+// answers /v2/. A non-empty htpasswd file content makes it ask for
+// basic authentication.
+func startRegistry(t *testing.T, htpasswd string) string {
 	t.Helper()
 	bin := registryBinary(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -68,6 +70,13 @@ func startRegistry(t *testing.T) string {
 	cfg := filepath.Join(dir, "config.yml")
 	conf := fmt.Sprintf("version: 0.1\nlog:\n  level: warn\nstorage:\n  filesystem:\n    rootdirectory: %s\n  delete:\n    enabled: true\nhttp:\n  addr: %s\n",
 		filepath.Join(dir, "data"), addr)
+	if htpasswd != "" {
+		pw := filepath.Join(dir, "htpasswd")
+		if err := os.WriteFile(pw, []byte(htpasswd), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conf += fmt.Sprintf("auth:\n  htpasswd:\n    realm: mcpsidecar-test\n    path: %s\n", pw)
+	}
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +99,7 @@ func startRegistry(t *testing.T) string {
 		resp, err := loopbackHTTP.Get("http://" + addr + "/v2/")
 		if err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			if resp.StatusCode == http.StatusOK || (htpasswd != "" && resp.StatusCode == http.StatusUnauthorized) {
 				return addr
 			}
 		}
@@ -107,7 +116,7 @@ func startRegistry(t *testing.T) string {
 // and a push of a tag the engine does not hold is a clear error.
 func TestKubeRegistryPush(t *testing.T) {
 	NeedDocker(t)
-	addr := startRegistry(t)
+	addr := startRegistry(t, "")
 	id := RandHex(4)
 	src := scratchImage(t, "mcpsidecar-regtest:"+id, "FROM scratch\nCOPY hello.txt /hello.txt\n",
 		nil, map[string]string{"hello.txt": "hello " + id + "\n"}, TestLabel)
@@ -134,10 +143,10 @@ func TestKubeRegistryPush(t *testing.T) {
 		t.Fatalf("pushed digest %q, want sha256:<64 hex>", digest)
 	}
 	t.Logf("pushed %s; the pods would run %s@%s", target, repo, digest)
-	if got := manifestDigest(t, addr, "team/mcpsidecar", id); got != digest {
+	if got := manifestDigest(t, addr, "", "team/mcpsidecar", id); got != digest {
 		t.Errorf("the registry serves %s for tag %s, the push reported %s", got, id, digest)
 	}
-	if got := manifestDigest(t, addr, "team/mcpsidecar", digest); got != digest {
+	if got := manifestDigest(t, addr, "", "team/mcpsidecar", digest); got != digest {
 		t.Errorf("the registry serves %s for %s", got, digest)
 	}
 
@@ -149,12 +158,16 @@ func TestKubeRegistryPush(t *testing.T) {
 }
 
 // manifestDigest is the registry's Docker-Content-Digest for ref (a tag
-// or digest) of name, asking for the manifest types an engine pushes.
-func manifestDigest(t *testing.T, addr, name, ref string) string {
+// or digest) of name, asking for the manifest types an engine pushes;
+// userPass ("user:pass"), when set, is sent as basic authentication.
+func manifestDigest(t *testing.T, addr, userPass, name, ref string) string {
 	t.Helper()
 	req, err := http.NewRequest(http.MethodHead, "http://"+addr+"/v2/"+name+"/manifests/"+ref, nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if u, p, ok := strings.Cut(userPass, ":"); ok {
+		req.SetBasicAuth(u, p)
 	}
 	for _, a := range []string{
 		"application/vnd.docker.distribution.manifest.v2+json",
@@ -173,4 +186,55 @@ func manifestDigest(t *testing.T, addr, name, ref string) string {
 		t.Fatalf("HEAD %s: %s", req.URL, resp.Status)
 	}
 	return resp.Header.Get("Docker-Content-Digest")
+}
+
+// testHtpasswd is the bcrypt entry of user "e2e" with password
+// "e2e-push-pass" (cost 4), for the registry that asks for credentials.
+const testHtpasswd = "e2e:$2a$04$ty9lXFDlXmZhpZ7uxptNi.gQ29ccCJfQnaChVeTORWJvZP1r3ft1q\n"
+
+// TestKubeRegistryPushAuth: against a registry that asks for basic
+// authentication, a push without a credential fails with the registry's
+// refusal (an error in the engine's push stream); with the credential
+// read from a Docker config file's auths (dockerx.RegistryAuth), it
+// succeeds and the digest is the registry's.
+func TestKubeRegistryPushAuth(t *testing.T) {
+	NeedDocker(t)
+	addr := startRegistry(t, testHtpasswd)
+	id := RandHex(4)
+	src := scratchImage(t, "mcpsidecar-regtest:"+id, "FROM scratch\nCOPY hello.txt /hello.txt\n",
+		nil, map[string]string{"hello.txt": "hello auth " + id + "\n"}, TestLabel)
+	repo := addr + "/team/mcpsidecar"
+	target := repo + ":" + id
+	t.Cleanup(func() { _, _ = dockerErr("rmi", "-f", target) })
+	eng, err := dockerx.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := eng.TagImage(ctx, src, target); err != nil {
+		t.Fatal(err)
+	}
+	_, err = eng.PushImage(ctx, target, "")
+	t.Logf("push without a credential: %v", err)
+	if err == nil || !strings.Contains(err.Error(), "pushing image "+target+": ") {
+		t.Fatalf("push without a credential: %v, want the registry's refusal", err)
+	}
+
+	cfg := filepath.Join(t.TempDir(), "config.json")
+	entry := base64.StdEncoding.EncodeToString([]byte("e2e:e2e-push-pass"))
+	if err := os.WriteFile(cfg, []byte(`{"auths":{"`+addr+`":{"auth":"`+entry+`"}}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	auth, err := dockerx.RegistryAuth(cfg, repo)
+	if err != nil || auth == "" {
+		t.Fatalf("RegistryAuth() = %q, %v; want the config's credential", auth, err)
+	}
+	digest, err := eng.PushImage(ctx, target, auth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := manifestDigest(t, addr, "e2e:e2e-push-pass", "team/mcpsidecar", id); got != digest {
+		t.Errorf("the registry serves %s for tag %s, the push reported %s", got, id, digest)
+	}
 }
