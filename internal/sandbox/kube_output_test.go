@@ -19,7 +19,6 @@ import (
 type entry struct {
 	name, body, link string
 	typ              byte
-	size             int64 // 0: len(body)
 }
 
 func tarOf(t *testing.T, entries ...entry) *bytes.Buffer {
