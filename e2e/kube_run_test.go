@@ -33,7 +33,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 )
@@ -78,20 +77,6 @@ func krImport(t *testing.T, image string) {
 	})
 }
 
-// krClientset is a client-go clientset for the test cluster.
-func krClientset(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	cfg, err := kube.Config(os.Getenv("KUBECONFIG"), "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
 // krFixturePod starts one pod with the fake model (port 80) and the fake
 // Learn server (443, TLS with the test CA) as two containers, waits until
 // both are ready, and returns its address. The pod is hardened like the
@@ -99,7 +84,7 @@ func krClientset(t *testing.T) kubernetes.Interface {
 // as non-root takes the namespaced sysctl the Docker fixtures set too.
 func krFixturePod(t *testing.T, id, image, key, behaviour string) string {
 	t.Helper()
-	cs := krClientset(t)
+	cs := kgcClientset(t)
 	ctx := context.Background()
 	ns := "mcpsidecar-e2e-fixtures-" + id
 	labels := map[string]string{"mcpsidecar.test": "1", "mcpsidecar.e2e.kube": id}
@@ -260,7 +245,7 @@ func krCheckRecord(t *testing.T, c *kube.Client, s krSetup, r *krRun) {
 func TestKubeRun(t *testing.T) {
 	c := kbClient(t)
 	s := krPrepare(t, "task")
-	cs := krClientset(t)
+	cs := kgcClientset(t)
 	host, dead := mustHostname(t), kgcDeadPID(t)
 	t.Cleanup(func() { kgcCleanup(t, cs, s.id) })
 	kgcNamespace(t, cs, s.id, "dead", host, dead)

@@ -384,14 +384,7 @@ func (c *Client) Delete(ctx context.Context, ns string) error {
 	if err != nil {
 		return fmt.Errorf("deleting namespace %s: %w", ns, err)
 	}
-	err = wait.PollUntilContextTimeout(ctx, c.poll, DeleteTimeout, true, func(ctx context.Context) (bool, error) {
-		_, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
-			return true, nil
-		}
-		return false, err
-	})
-	if err != nil {
+	if err := c.untilGone(ctx, ns); err != nil {
 		return fmt.Errorf("waiting for namespace %s to be gone: %w", ns, err)
 	}
 	return nil

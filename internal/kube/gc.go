@@ -113,17 +113,22 @@ func (c *Client) Remove(ctx context.Context, ls []Leftover) ([]Leftover, error) 
 
 // waitGone waits until a namespace being deleted is gone.
 func (c *Client) waitGone(ctx context.Context, ns string) error {
-	err := wait.PollUntilContextTimeout(ctx, c.poll, DeleteTimeout, true, func(ctx context.Context) (bool, error) {
+	if err := c.untilGone(ctx, ns); err != nil {
+		return fmt.Errorf("waiting for namespace %s, already being deleted, to be gone: %w", ns, err)
+	}
+	return nil
+}
+
+// untilGone polls until the namespace no longer exists, up to
+// DeleteTimeout.
+func (c *Client) untilGone(ctx context.Context, ns string) error {
+	return wait.PollUntilContextTimeout(ctx, c.poll, DeleteTimeout, true, func(ctx context.Context) (bool, error) {
 		_, err := c.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
 			return true, nil
 		}
 		return false, err
 	})
-	if err != nil {
-		return fmt.Errorf("waiting for namespace %s, already being deleted, to be gone: %w", ns, err)
-	}
-	return nil
 }
 
 // StartRemove asks the cluster to delete the leftovers not already being
