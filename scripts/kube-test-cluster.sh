@@ -224,6 +224,13 @@ cmd_build() {
 	need go "install Go (https://go.dev/dl) and put it on PATH"
 	need jq "install jq (apt-get install jq)"
 	mkdir -p "$CACHE/bin" || die "cannot create cache dir $CACHE (set MCPSIDECAR_KUBE_CACHE to a writable dir)"
+	# One build at a time per cache: a second `build` (CI starts one early in the background,
+	# then `make kube` asks again) waits here and then finds everything built.
+	exec 9>"$CACHE/.build.lock"
+	if ! flock -n 9; then
+		log "another build of this cache is running; waiting for it"
+		flock 9
+	fi
 	local t0 ; t0=$(now)
 	log "build cache: $CACHE"
 
