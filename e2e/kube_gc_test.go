@@ -29,7 +29,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 )
 
@@ -40,14 +39,7 @@ const kgcHold = "mcpsidecar.e2e/hold"
 // kgcClientset is a clientset on the test cluster (no Docker needed).
 func kgcClientset(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	path := os.Getenv("KUBECONFIG")
-	if path == "" {
-		t.Fatal("KUBECONFIG is not set: start the test cluster (sudo scripts/kube-test-cluster.sh up) and set KUBECONFIG to the kubeconfig it prints")
-	}
-	cfg, err := kube.Config(path, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, path := kbConfig(t)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -33,6 +33,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 )
 
@@ -45,8 +47,9 @@ func kbState() string {
 	return "/var/lib/mcpsidecar-kube"
 }
 
-// kbClient connects to the test cluster, or fails saying how to start it.
-func kbClient(t *testing.T) *kube.Client {
+// kbConfig is the test cluster's client configuration ($KUBECONFIG), or
+// fails saying how to start the cluster.
+func kbConfig(t *testing.T) (*rest.Config, string) {
 	t.Helper()
 	path := os.Getenv("KUBECONFIG")
 	if path == "" {
@@ -56,6 +59,13 @@ func kbClient(t *testing.T) *kube.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg, path
+}
+
+// kbClient connects to the test cluster, or fails saying how to start it.
+func kbClient(t *testing.T) *kube.Client {
+	t.Helper()
+	cfg, path := kbConfig(t)
 	c, err := kube.NewClient(cfg)
 	if err != nil {
 		t.Fatal(err)
