@@ -394,32 +394,44 @@ func TestNonServingControl(t *testing.T) {
 	assertResults(t, out.Results, checks)
 }
 
-// TestTFOGap shows the kernel gap the seccomp rule closes: with Landlock's
-// TCP rules alone, connect to an unlisted port is refused but TCP Fast Open
-// to the same port connects (landlock-lsm/linux issue 41). It needs the
-// client side of TCP Fast Open, which is on by default.
+// TestTFOGap shows what the seccomp rule is for: with Landlock's TCP rules
+// alone, some kernels let TCP Fast Open (sendto with MSG_FASTOPEN) connect
+// to a port that connect(2) is refused (landlock-lsm/linux issue 41);
+// later kernels refuse it. The test detects which kind this kernel is and
+// logs it, and asserts only what our layers guarantee whatever the
+// kernel: Landlock refuses connect to the unlisted port, and with the
+// full policy (seccomp's TCP Fast Open rule) the Fast Open attempt is
+// refused too. It needs the client side of TCP Fast Open, which is on by
+// default.
 func TestTFOGap(t *testing.T) {
 	if !tfoClientEnabled() {
-		t.Fatal("net.ipv4.tcp_fastopen has no client bit on this host: the gap cannot be shown")
+		t.Fatal("net.ipv4.tcp_fastopen has no client bit on this host: the gap cannot be looked for")
 	}
 	f := newFixture(t)
-	tests := []struct {
-		mode, want string
-	}{
-		{"landlock-only", OutcomeOK},
-		{"host", OutcomeDenied},
-	}
-	for _, tt := range tests {
-		t.Run(tt.mode, func(t *testing.T) {
-			checks := []Check{
-				check("connect unlisted port", ActConnect, f.connectNo, OutcomeDenied),
-				check("TCP Fast Open to the same port", ActTFOSendto, f.connectNo, tt.want),
-			}
-			out := runChild(t, tt.mode, f.policy, nil, checks...)
-			if out.ApplyError != "" {
-				t.Fatalf("apply: %s", out.ApplyError)
-			}
-			assertResults(t, out.Results, checks)
-		})
-	}
+	tfo := check("TCP Fast Open to the same port", ActTFOSendto, f.connectNo, OutcomeDenied)
+	refused := check("connect unlisted port", ActConnect, f.connectNo, OutcomeDenied)
+
+	t.Run("landlock-only", func(t *testing.T) {
+		out := runChild(t, "landlock-only", f.policy, nil, refused, tfo)
+		if out.ApplyError != "" {
+			t.Fatalf("apply: %s", out.ApplyError)
+		}
+		assertResults(t, out.Results[:1], []Check{refused})
+		switch got := out.Results[1]; got.Got {
+		case OutcomeOK:
+			t.Logf("this kernel has the gap: Landlock alone lets TCP Fast Open reach %s (the seccomp rule closes it)", f.connectNo)
+		case OutcomeDenied:
+			t.Logf("this kernel has no gap: Landlock alone refuses TCP Fast Open to %s", f.connectNo)
+		default:
+			t.Errorf("TCP Fast Open under Landlock alone: got %s (%s), want %s or %s: the attempt did not test the gap", got.Got, got.Error, OutcomeOK, OutcomeDenied)
+		}
+	})
+	t.Run("host", func(t *testing.T) {
+		checks := []Check{refused, tfo}
+		out := runChild(t, "host", f.policy, nil, checks...)
+		if out.ApplyError != "" {
+			t.Fatalf("apply: %s", out.ApplyError)
+		}
+		assertResults(t, out.Results, checks)
+	})
 }
