@@ -18,6 +18,7 @@ const (
 	InvalidSpec = 3   // the sandbox spec is invalid
 	Violation   = 4   // the probe suite found an isolation violation
 	Unavailable = 5   // environment unavailable: no Docker daemon, kernel lacks a required layer
+	Untrusted   = 6   // a spec found in the working directory softens the sandbox and the user has not trusted it
 	Interrupted = 130 // interrupted by a signal (128+SIGINT)
 )
 

@@ -33,6 +33,18 @@ func Default() (*Spec, error) { return Load(DefaultSource, defaultSpec) }
 // LoadFile reads and validates the spec at path. A missing or unreadable
 // file is reported as a [Problems] error like any other invalid spec.
 func LoadFile(path string) (*Spec, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return Load(path, data)
+}
+
+// ReadFile reads the spec text at path (at most one byte more than [Load]
+// accepts), reporting a missing or unreadable file as a [Problems] error.
+// A caller that must use exactly the bytes it checked (a trust decision
+// over the file's hash) reads once with it and passes the bytes to [Load].
+func ReadFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		msg := "cannot read spec: " + err.Error()
@@ -46,7 +58,7 @@ func LoadFile(path string) (*Spec, error) {
 	if err != nil {
 		return nil, &Problems{List: []Problem{{File: path, Message: "cannot read spec: " + err.Error()}}}
 	}
-	return Load(path, data)
+	return data, nil
 }
 
 // Load validates the spec text data, naming it file in problems. It
