@@ -21,6 +21,7 @@ const (
 	FieldRunID         = "run_id"
 	FieldClient        = "client"
 	FieldMethod        = "method"
+	FieldPath          = "path"
 	FieldHost          = "host"
 	FieldPort          = "port"
 	FieldResolvedIP    = "resolved_ip"
@@ -46,21 +47,24 @@ const (
 // Decision is one line of egress-decisions.jsonl: what one request asked
 // for and what the gateway did about it.
 type Decision struct {
-	Time          time.Time `json:"time"`            // when the request arrived, UTC
-	RunID         string    `json:"run_id"`          // the run this gateway serves
-	Client        string    `json:"client"`          // client ip:port
-	Method        string    `json:"method"`          // CONNECT, GET, ...
-	Host          string    `json:"host"`            // requested host, normalised when valid
-	Port          uint16    `json:"port"`            // requested port (0: none or unparseable)
-	ResolvedIP    string    `json:"resolved_ip"`     // the address dialed (or refused)
-	Decision      string    `json:"decision"`        // Allow or Deny
-	Rule          string    `json:"rule"`            // the allowlist entry (and IP rule) that allowed it
-	Reason        string    `json:"reason"`          // why it was denied
-	BytesUp       int64     `json:"bytes_up"`        // client -> upstream payload bytes
-	BytesDown     int64     `json:"bytes_down"`      // upstream -> client payload bytes
-	DurationMS    float64   `json:"duration_ms"`     // arrival to end of tunnel or response
-	CorrelationID string    `json:"correlation_id"`  // trace-id of the request's traceparent
-	Error         string    `json:"error,omitempty"` // an allowed request that failed upstream
+	Time   time.Time `json:"time"`   // when the request arrived, UTC
+	RunID  string    `json:"run_id"` // the run this gateway serves
+	Client string    `json:"client"` // client ip:port
+	Method string    `json:"method"` // CONNECT, GET, ...
+	// Path is the request's path, with every query value redacted
+	// ("?q=REDACTED"); empty for CONNECT.
+	Path          string  `json:"path,omitempty"`
+	Host          string  `json:"host"`            // requested host, normalised when valid
+	Port          uint16  `json:"port"`            // requested port (0: none or unparseable)
+	ResolvedIP    string  `json:"resolved_ip"`     // the address dialed (or refused)
+	Decision      string  `json:"decision"`        // Allow or Deny
+	Rule          string  `json:"rule"`            // the allowlist entry (and IP rule) that allowed it
+	Reason        string  `json:"reason"`          // why it was denied
+	BytesUp       int64   `json:"bytes_up"`        // what the client sent: request line and headers, then body or tunnel bytes
+	BytesDown     int64   `json:"bytes_down"`      // upstream -> client payload bytes
+	DurationMS    float64 `json:"duration_ms"`     // arrival to end of tunnel or response
+	CorrelationID string  `json:"correlation_id"`  // trace-id of the request's traceparent
+	Error         string  `json:"error,omitempty"` // an allowed request that failed upstream
 	// Credential is [CredentialInjected] when the gateway added a held
 	// credential to the request, [CredentialRefused] when a request for
 	// a credential's host was refused; never the value.
@@ -76,6 +80,11 @@ type Decision struct {
 	// ScopeClaim is the request's [HeaderScope] values, read once when
 	// the request arrives; never logged.
 	ScopeClaim []string `json:"-"`
+	// written is set once the line was handed to the log (record).
+	written bool
+	// headBytes is the size of the request line and headers, added to
+	// BytesUp when the line is written.
+	headBytes int64
 }
 
 // DecisionLog writes [Decision] lines, one Write call each, so a line is

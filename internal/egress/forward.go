@@ -24,6 +24,9 @@ type forwardState struct {
 	cred   string // the credential listener's credential, for its pool key
 	dialed netip.Addr
 	err    error
+	// bodyErr is the first error reading the upstream's answer body
+	// other than its end (pool.go).
+	bodyErr error
 }
 
 type forwardKey struct{}
@@ -113,14 +116,50 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decisi
 	if mustClose(r) {
 		w.Header().Set("Connection", "close")
 	}
-	g.fwd.ServeHTTP(cw, r2)
 	d.Decision = Allow
+	defer g.finishForward(ctx, d, st, body, cw)
+	g.fwd.ServeHTTP(cw, r2)
+}
+
+// finishForward writes the decision line of a forwarded request when its
+// handler ends, however it ends. ReverseProxy panics with
+// [http.ErrAbortHandler] when it cannot copy the answer to its end (the
+// client went away, the upstream sent less than its Content-Length or
+// reset, the gateway shut down): the line is written then too, saying
+// the answer was cut off, and the panic goes on to net/http, which closes
+// the client's connection. The threat: a workload that reads the answer's
+// headers and hangs up, and so reaches the upstream (with an injected
+// credential, on the credential listener) with no line (issue 26).
+func (g *Gateway) finishForward(ctx context.Context, d *Decision, st *forwardState, up *countingReader, down *countingWriter) {
+	p := recover()
 	if st.dialed.IsValid() {
 		d.ResolvedIP = st.dialed.String()
 	}
-	d.BytesUp, d.BytesDown = body.n.Load(), cw.n.Load()
+	d.BytesUp, d.BytesDown = up.n.Load(), down.n.Load()
 	d.Error = forwardErr(ctx, st.err)
+	if p != nil && st.err == nil {
+		d.Error = cutOffError(ctx, st, down)
+	}
 	g.record(d)
+	if p != nil {
+		panic(p)
+	}
+}
+
+// cutOffError says why an answer did not reach the client whole.
+func cutOffError(ctx context.Context, st *forwardState, down *countingWriter) string {
+	why := "the client closed its connection"
+	switch {
+	case errors.Is(context.Cause(ctx), errStopped):
+		return interruptedError(st.bodyErr)
+	case errors.Is(context.Cause(ctx), ErrLogFull):
+		why = "the decision log filled"
+	case st.bodyErr != nil && !errors.Is(st.bodyErr, context.Canceled):
+		why = "reading the upstream's answer: " + st.bodyErr.Error()
+	case down.err != nil:
+		why = "writing to the client: " + down.err.Error()
+	}
+	return ErrorInterrupted + ": the answer was cut off after " + strconv.FormatInt(down.n.Load(), 10) + " bytes: " + why
 }
 
 // forwardErr is the decision line's error of a forwarded request: marked
@@ -140,6 +179,7 @@ func forwardErr(ctx context.Context, err error) string {
 func (g *Gateway) checkForward(r *http.Request, d *Decision) (*target, *denial) {
 	u := r.URL
 	d.Host = truncate(u.Hostname(), 255)
+	d.Path = loggedPath(u.EscapedPath(), u.RawQuery)
 	if u.User != nil {
 		return nil, deny(http.StatusForbidden, "user information in the URL is refused")
 	}
@@ -239,12 +279,16 @@ func (c *countingReader) Close() error { return c.r.Close() }
 
 type countingWriter struct {
 	http.ResponseWriter
-	n atomic.Int64
+	n   atomic.Int64
+	err error // the first write error
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.ResponseWriter.Write(p)
 	c.n.Add(int64(n))
+	if err != nil && c.err == nil {
+		c.err = err
+	}
 	return n, err
 }
 
@@ -258,4 +302,23 @@ func portNumber(s string) uint16 {
 		return 0
 	}
 	return uint16(p)
+}
+
+// RedactedValue stands for every query value in a decision line's path.
+const RedactedValue = "REDACTED"
+
+// loggedPath is a decision line's path: the escaped path and the query's
+// keys, every value replaced by [RedactedValue] (a query is where tokens
+// and search terms travel), bounded in length.
+func loggedPath(path, rawQuery string) string {
+	if rawQuery != "" {
+		parts := strings.Split(rawQuery, "&")
+		for i, p := range parts {
+			if k, _, ok := strings.Cut(p, "="); ok {
+				parts[i] = k + "=" + RedactedValue
+			}
+		}
+		path += "?" + strings.Join(parts, "&")
+	}
+	return truncate(path, 1024)
 }

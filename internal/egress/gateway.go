@@ -95,6 +95,25 @@ type Gateway struct {
 	full    atomic.Bool
 	tunnels map[*tunnel]struct{}
 	wg      sync.WaitGroup
+
+	// accepted counts the requests given a decision line to write
+	// (newDecision), recorded the lines written (record): the gateway's
+	// own account of its record, reported at exit ([Gateway.Counts]).
+	accepted, recorded atomic.Int64
+}
+
+// Counts is the gateway's own account of its record: the requests it
+// accepted (each owes exactly one decision line) and the lines it wrote.
+// A difference means lines are missing: the log filled (its last line
+// says so), or a request outlived the shutdown.
+type Counts struct {
+	Accepted int64 `json:"accepted"`
+	Recorded int64 `json:"recorded"`
+}
+
+// Counts is the account so far; final once [Gateway.Shutdown] returned.
+func (g *Gateway) Counts() Counts {
+	return Counts{Accepted: g.accepted.Load(), Recorded: g.recorded.Load()}
 }
 
 // New builds a Gateway from opts.
@@ -184,13 +203,17 @@ func (g *Gateway) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting, closes every open tunnel and cancels every
-// forwarded request in flight (each writes its decision line with an
-// [ErrorInterrupted] error), waits (until ctx is done) for the handlers
-// to return, and waits for every decision line to be written. The caller
-// then closes the [DecisionLog]. The threat: a request still forwarded
-// when the harness kills the process would have reached its upstream with
-// no line at all; waiting for it to be answered could outlast the
-// harness's stop grace.
+// request in flight, being judged or forwarded (each writes its decision
+// line, with an [ErrorInterrupted] error when it was forwarding), waits
+// (until ctx is done) for the handlers to return, and waits for every
+// decision line to be written. A handler still running then (a write to
+// a client that reads nothing blocks whatever its context says) has its
+// connection closed, which ends it with its line, and gets [LateWait]
+// more. The caller then closes the [DecisionLog] and reports
+// [Gateway.Counts]. The threat: a request still forwarded when the
+// harness kills the process would have reached its upstream with no line
+// at all; waiting for it to be answered could outlast the harness's stop
+// grace.
 func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.mu.Lock()
 	g.closing = true
@@ -201,30 +224,53 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	g.mu.Unlock()
 	g.stopAll(errStopped)
 	err := g.srv.Shutdown(ctx)
-	if err != nil {
-		g.srv.Close()
-	}
 	if g.injectSrv != nil {
-		if ierr := g.injectSrv.Shutdown(ctx); ierr != nil {
-			g.injectSrv.Close()
-			err = errors.Join(err, ierr)
-		}
+		err = errors.Join(err, g.injectSrv.Shutdown(ctx))
 	}
 	g.fwdPool.close()
 	if g.injectPool != nil {
 		g.injectPool.close()
 	}
+	if !g.waitHandlers(ctx) {
+		g.closeConnections()
+		late, cancel := context.WithTimeout(context.Background(), LateWait)
+		defer cancel()
+		if !g.waitHandlers(late) {
+			c := g.Counts()
+			return fmt.Errorf("shutting down: requests still in flight after the wait and %v more, their lines unwritten (%d accepted, %d recorded)", LateWait, c.Accepted, c.Recorded)
+		}
+	}
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	return nil
+}
+
+// LateWait is how long [Gateway.Shutdown] waits, past its own deadline,
+// for the handlers whose connections it closed to write their lines.
+// Shutdown's wait ([DefaultShutdownWait]) plus this stays below the
+// harness's stop grace.
+const LateWait = time.Second
+
+// waitHandlers waits for every request handler and tunnel to be done, or
+// for ctx; it reports whether they are.
+func (g *Gateway) waitHandlers(ctx context.Context) bool {
 	done := make(chan struct{})
 	go func() { g.wg.Wait(); close(done) }()
 	select {
 	case <-done:
+		return true
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for tunnels to close: %w", ctx.Err())
+		return false
 	}
-	if err != nil {
-		return fmt.Errorf("shutting down: %w", err)
+}
+
+// closeConnections closes every client connection of both listeners.
+func (g *Gateway) closeConnections() {
+	g.srv.Close()
+	if g.injectSrv != nil {
+		g.injectSrv.Close()
 	}
-	return nil
 }
 
 // ServeHTTP routes one request: CONNECT, absolute-URI forward, or the
@@ -235,7 +281,9 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuseFull(w)
 		return
 	}
-	r, reason := claimRequest(r)
+	ctx, stop := g.untilStopped(r.Context())
+	defer stop()
+	r, reason := claimRequest(r.WithContext(ctx))
 	if reason != "" {
 		d := g.newDecision(r)
 		d.Host = truncate(r.Host, 255)
@@ -283,8 +331,12 @@ func (g *Gateway) serveOrigin(w http.ResponseWriter, r *http.Request) {
 	g.refuse(w, d, deny(http.StatusBadRequest, "not a proxy request: send an absolute URI or CONNECT host:port"))
 }
 
+// newDecision starts the decision line r owes: from here the request is
+// accepted, and [Gateway.record] must write its line exactly once.
 func (g *Gateway) newDecision(r *http.Request) *Decision {
+	g.accepted.Add(1)
 	return &Decision{
+		headBytes:     requestHeadBytes(r),
 		Time:          g.now().UTC(),
 		RunID:         g.runID,
 		Client:        r.RemoteAddr,
@@ -338,9 +390,20 @@ func interruptedError(err error) string {
 	return errStopped.Error() + " (" + err.Error() + ")"
 }
 
+// record writes d's line, once: a second call for the same request is a
+// bug, logged and not written.
 func (g *Gateway) record(d *Decision) {
+	if d.written {
+		g.logger.Error("a second decision line for one request, not written", "method", d.Method, "host", d.Host, "correlation_id", d.CorrelationID)
+		return
+	}
+	d.written = true
+	d.BytesUp += d.headBytes
 	d.DurationMS = float64(g.now().Sub(d.Time).Microseconds()) / 1000
 	err := g.log.Record(*d)
+	if err == nil {
+		g.recorded.Add(1)
+	}
 	switch {
 	case errors.Is(err, ErrLogFull):
 		g.failClosed(err)

@@ -48,7 +48,7 @@ func proxyClient(h *harness, tr *http.Transport) *http.Client {
 	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
 }
 
-var ignoreVolatile = cmpopts.IgnoreFields(Decision{}, "Time", "Client", "DurationMS")
+var ignoreVolatile = cmp.Options{cmpopts.IgnoreFields(Decision{}, "Time", "Client", "DurationMS", "BytesUp"), cmpopts.IgnoreUnexported(Decision{})}
 
 func TestForwardAllowed(t *testing.T) {
 	_, port, seen := upstream(t, false)
@@ -76,7 +76,7 @@ func TestForwardAllowed(t *testing.T) {
 		t.Errorf("upstream traceparent %q", hdr.Get("Traceparent"))
 	}
 	want := Decision{RunID: "run-test", Method: "GET", Host: "api.allowed.test", Port: port, ResolvedIP: "127.0.0.1",
-		Decision: Allow, Rule: ".allowed.test 127.0.0.1/32", BytesDown: int64(len(body)), CorrelationID: testTraceID}
+		Decision: Allow, Rule: ".allowed.test 127.0.0.1/32", BytesDown: int64(len(body)), CorrelationID: testTraceID, Path: "/x"}
 	if diff := cmp.Diff([]Decision{want}, h.waitDecisions(1), ignoreVolatile); diff != "" {
 		t.Errorf("decision mismatch (-want +got):\n%s", diff)
 	}

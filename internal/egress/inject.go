@@ -163,12 +163,15 @@ func (ij *injector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuseFull(w)
 		return
 	}
-	d := g.newDecision(r)
 	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprint(w, "ok\n")
 		return
 	}
+	ctx, stop := g.untilStopped(r.Context())
+	defer stop()
+	r = r.WithContext(ctx)
+	d := g.newDecision(r)
 	g.wg.Add(1)
 	select {
 	case g.slots <- struct{}{}:
@@ -221,6 +224,7 @@ func (ij *injector) check(r *http.Request, d *Decision) (*injectState, *denial) 
 	st.out = &url.URL{Scheme: cred.Scheme, Host: urlHost(cred.Host, portIfNotDefault(cred)), RawQuery: r.URL.RawQuery}
 	st.out.Path, _ = url.PathUnescape("/" + rest)
 	st.out.RawPath = "/" + rest
+	d.Path = loggedPath("/"+rest, r.URL.RawQuery)
 	return st, nil
 }
 
@@ -306,16 +310,11 @@ func (ij *injector) forward(w http.ResponseWriter, r *http.Request, d *Decision,
 		r2.Body = body
 	}
 	cw := &countingWriter{ResponseWriter: w}
-	ij.rp.ServeHTTP(cw, r2)
 	d.Decision = Allow
 	d.Credential = CredentialInjected
 	d.Rule = joinRules(d.Rule, "credential:"+http.CanonicalHeaderKey(st.cred.Header)+"@"+st.cred.authority())
-	if st.dialed.IsValid() {
-		d.ResolvedIP = st.dialed.String()
-	}
-	d.BytesUp, d.BytesDown = body.n.Load(), cw.n.Load()
-	d.Error = forwardErr(ctx, st.err)
-	g.record(d)
+	defer g.finishForward(ctx, d, &st.forwardState, body, cw)
+	ij.rp.ServeHTTP(cw, r2)
 }
 
 // rewriteInject sends the request to the credential's host with the real

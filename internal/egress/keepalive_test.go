@@ -256,7 +256,7 @@ func TestSmugglingThroughBodies(t *testing.T) {
 			t.Errorf("the request after the body: %d %q, want 403", resp.StatusCode, body)
 		}
 		ds := h.waitDecisions(2)
-		if ds[0].Decision != Allow || ds[0].BytesUp != int64(len(hidden)) || ds[1].Decision != Deny {
+		if ds[0].Decision != Allow || ds[0].BytesUp != int64(len(req)) || ds[1].Decision != Deny {
 			t.Errorf("decisions %+v", ds)
 		}
 	})

@@ -165,7 +165,8 @@ func TestTunnelRelaysAndCounts(t *testing.T) {
 	}
 	defer c.Close()
 	target := fmt.Sprintf("echo.allowed.test:%d", echo)
-	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\nTraceparent: %s\r\n\r\nearly", target, target, testTraceparent)
+	head := fmt.Sprintf("CONNECT %s HTTP/1.1\r\nHost: %s\r\nTraceparent: %s\r\n\r\n", target, target, testTraceparent)
+	io.WriteString(c, head+"early")
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, &http.Request{Method: "CONNECT"})
 	if err != nil || resp.StatusCode != 200 {
@@ -181,8 +182,8 @@ func TestTunnelRelaysAndCounts(t *testing.T) {
 	io.Copy(io.Discard, br)
 	d := h.waitDecisions(1)[0]
 	n := int64(len(got))
-	if d.BytesUp != n || d.BytesDown != n || d.CorrelationID != testTraceID || d.Error != "" {
-		t.Errorf("decision %+v, want %d bytes each way", d, n)
+	if d.BytesUp != int64(len(head))+n || d.BytesDown != n || d.CorrelationID != testTraceID || d.Error != "" {
+		t.Errorf("decision %+v, want %d bytes up (the CONNECT request and the tunnel) and %d down", d, int64(len(head))+n, n)
 	}
 }
 
@@ -286,15 +287,29 @@ func TestTunnelMaxDuration(t *testing.T) {
 	}
 }
 
+// TestForwardCountsBody: bytes_up is everything the client sent, request
+// line and headers included, so a request that carries its data in a
+// header is not logged as nothing; path is logged with query values
+// redacted.
 func TestForwardCountsBody(t *testing.T) {
 	_, port, _ := upstream(t, false)
 	h := startGateway(t, testConfig(true, port), newResolver(map[string]string{"api.allowed.test": "127.0.0.1"}), true)
-	resp, body, _, _ := h.raw(fmt.Sprintf("POST http://api.allowed.test:%d/ HTTP/1.1\r\nHost: api.allowed.test:%d\r\nContent-Length: 11\r\n\r\nhello world", port, port))
-	if resp.StatusCode != 200 {
-		t.Fatalf("status %d %q", resp.StatusCode, body)
-	}
-	d := h.waitDecisions(1)[0]
-	if d.BytesUp != 11 || d.BytesDown != int64(len(body)) {
-		t.Errorf("bytes up %d down %d, want 11 and %d", d.BytesUp, d.BytesDown, len(body))
+	big := strings.Repeat("a", 30000)
+	for _, req := range []string{
+		fmt.Sprintf("POST http://api.allowed.test:%d/v1/x?token=s3cret&q=hi HTTP/1.1\r\nHost: api.allowed.test:%d\r\nContent-Length: 11\r\n\r\nhello world", port, port),
+		fmt.Sprintf("GET http://api.allowed.test:%d/v1/x?token=s3cret&q=hi HTTP/1.1\r\nHost: api.allowed.test:%d\r\nX-Data: %s\r\n\r\n", port, port, big),
+	} {
+		before := len(h.decisions())
+		resp, body, _, _ := h.raw(req)
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d %q", resp.StatusCode, body)
+		}
+		d := h.waitDecisions(before + 1)[before]
+		if d.BytesUp != int64(len(req)) || d.BytesDown != int64(len(body)) {
+			t.Errorf("bytes up %d down %d, want %d (the whole request) and %d", d.BytesUp, d.BytesDown, len(req), len(body))
+		}
+		if want := "/v1/x?token=REDACTED&q=REDACTED"; d.Path != want {
+			t.Errorf("path %q, want %q", d.Path, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -106,7 +107,26 @@ func (p *upstreamPool) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !st.dialed.IsValid() {
 		st.dialed = st.target.addrs[0]
 	}
+	if resp != nil {
+		resp.Body = &watchedBody{ReadCloser: resp.Body, st: st}
+	}
 	return resp, err
+}
+
+// watchedBody notes in the request's state the first error reading the
+// upstream's answer other than its end: ReverseProxy does not return it,
+// and the decision line says why an answer was cut off.
+type watchedBody struct {
+	io.ReadCloser
+	st *forwardState
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && err != io.EOF && b.st.bodyErr == nil {
+		b.st.bodyErr = err
+	}
+	return n, err
 }
 
 // key is the pool key of st's request.

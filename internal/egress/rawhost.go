@@ -42,6 +42,7 @@ type headerBlock struct {
 	requestLine string
 	method      string
 	hosts       []string // every Host header value, as net/http reads them
+	size        int64    // the block's bytes: request line, headers, empty line
 	length      int64    // Content-Length; 0 when absent
 	// framed says the recorder knows where the body ends, so the next
 	// request on the connection can be recorded too.
@@ -182,7 +183,7 @@ func (c *recordingConn) nextRequest() {
 // follows), any Transfer-Encoding, a Content-Length that is not one
 // decimal number.
 func parseHeaderBlock(raw []byte) *headerBlock {
-	blk := &headerBlock{}
+	blk := &headerBlock{size: int64(len(raw))}
 	tp := textproto.NewReader(bufio.NewReaderSize(bytes.NewReader(raw), len(raw)))
 	line, err := tp.ReadLine()
 	if err != nil {
@@ -294,4 +295,25 @@ func underlying(c net.Conn) net.Conn {
 		return rc.Conn
 	}
 	return c
+}
+
+// requestHeadBytes is the size of r's request line and header block as
+// the client sent them: the recorded block on the proxy listener; on the
+// credential listener, which keeps no copy, as net/http parsed them
+// (which differs from the wire only in optional whitespace and repeated
+// header lines).
+func requestHeadBytes(r *http.Request) int64 {
+	if blk, _ := r.Context().Value(headerBlockKey{}).(*headerBlock); blk != nil {
+		return blk.size
+	}
+	n := len(r.Method) + 1 + len(r.RequestURI) + 1 + len(r.Proto) + 2
+	if r.Host != "" && r.Header.Get("Host") == "" {
+		n += len("Host: ") + len(r.Host) + 2
+	}
+	for k, vs := range r.Header {
+		for _, v := range vs {
+			n += len(k) + 2 + len(v) + 2
+		}
+	}
+	return int64(n + 2)
 }

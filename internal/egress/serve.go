@@ -2,12 +2,18 @@ package egress
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
+	"syscall"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
@@ -62,6 +68,11 @@ func Serve(ctx context.Context, cfg ServeConfig, harden func() error) error {
 		}
 	}
 	defer dlog.Close()
+	counts, err := openCounts(cfg.DecisionLog)
+	if err != nil {
+		return err
+	}
+	defer counts.Close()
 	if cfg.LogBudget > 0 {
 		dlog.SetBudget(cfg.LogBudget)
 	}
@@ -94,7 +105,45 @@ func Serve(ctx context.Context, cfg ServeConfig, harden func() error) error {
 			}
 		}()
 	}
-	return serveUntil(ctx, g, ln, cfg.ShutdownWait, dlog)
+	err = serveUntil(ctx, g, ln, cfg.ShutdownWait, dlog)
+	return errors.Join(err, writeCounts(counts, g.Counts(), logger))
+}
+
+// openCounts creates the counts file beside the decision log
+// ([runs.FileEgressCounts]), before the role hardens (nothing can be
+// opened after); nil when the lines go to standard output.
+func openCounts(decisionLog string) (*os.File, error) {
+	if decisionLog == "" {
+		return nil, nil
+	}
+	path := filepath.Join(filepath.Dir(decisionLog), runs.FileEgressCounts)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the counts file: %w", err)
+	}
+	return f, nil
+}
+
+// writeCounts reports the gateway's own account of its record at exit:
+// on its log, and into the counts file that the verdict joins with the
+// decision log. A request accepted with no line written is an error of
+// the role. The file is written only here, at a clean exit: a gateway
+// killed before has an empty one, and the verdict cannot show its record
+// complete.
+func writeCounts(f *os.File, c Counts, logger *slog.Logger) error {
+	logger.Info("decision log closed", "accepted", c.Accepted, "recorded", c.Recorded)
+	var err error
+	if c.Accepted != c.Recorded {
+		err = fmt.Errorf("decision log incomplete: %d requests accepted, %d lines written", c.Accepted, c.Recorded)
+	}
+	if f == nil {
+		return err
+	}
+	b, _ := json.Marshal(c)
+	if _, werr := f.Write(append(b, '\n')); werr != nil {
+		return errors.Join(err, fmt.Errorf("writing the counts file: %w", werr))
+	}
+	return errors.Join(err, f.Sync())
 }
 
 // serveUntil serves until ctx is cancelled (a signal), then shuts down:

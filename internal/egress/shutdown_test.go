@@ -42,8 +42,9 @@ func TestShutdownInterruptsForward(t *testing.T) {
 	port, started := slowUpstream(t, 30*time.Second)
 	h := startGateway(t, testConfig(true, port), newResolver(map[string]string{"slow.allowed.test": "127.0.0.1"}), true)
 	got := make(chan int, 1)
+	req := fmt.Sprintf("POST http://slow.allowed.test:%d/mcp HTTP/1.1\r\nHost: slow.allowed.test:%d\r\nTraceparent: %s\r\nContent-Length: 2\r\n\r\n{}", port, port, testTraceparent)
 	go func() {
-		resp, _, _, _ := h.raw(fmt.Sprintf("POST http://slow.allowed.test:%d/mcp HTTP/1.1\r\nHost: slow.allowed.test:%d\r\nTraceparent: %s\r\nContent-Length: 2\r\n\r\n{}", port, port, testTraceparent))
+		resp, _, _, _ := h.raw(req)
 		got <- resp.StatusCode
 	}()
 	select {
@@ -68,8 +69,8 @@ func TestShutdownInterruptsForward(t *testing.T) {
 		t.Fatalf("%d decision lines by the end of Shutdown, want 1", len(ds))
 	}
 	d := ds[0]
-	if d.Decision != Allow || !strings.HasPrefix(d.Error, ErrorInterrupted+":") || d.CorrelationID != testTraceID || d.BytesUp != 2 {
-		t.Errorf("decision = %+v, want allow, error %q..., correlation id %s, 2 bytes up", d, ErrorInterrupted, testTraceID)
+	if d.Decision != Allow || !strings.HasPrefix(d.Error, ErrorInterrupted+":") || d.CorrelationID != testTraceID || d.BytesUp != int64(len(req)) {
+		t.Errorf("decision = %+v, want allow, error %q..., correlation id %s, %d bytes up (the whole request)", d, ErrorInterrupted, testTraceID, len(req))
 	}
 	if code := <-got; code != http.StatusBadGateway {
 		t.Errorf("client got status %d, want 502", code)

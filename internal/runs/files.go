@@ -29,6 +29,7 @@ const (
 	FileProbeStatus    = "status.ndjson"                // probe
 	FileProbeDone      = "done.json"                    // probe
 	FileDecisions      = "egress-decisions.jsonl"       // gateway
+	FileEgressCounts   = "egress-counts.json"           // gateway, at exit: requests accepted and lines written
 	FileAudit          = "mcp-sidecar-tool-calls.jsonl" // sidecar
 	FileHardenReport   = "harden-report.json"           // every role; collected as <role>-harden-report.json
 	FileSquidAccessLog = "access.log"                   // the Squid gateway; converted into FileDecisions
@@ -63,7 +64,7 @@ func CollectedHardenReport(role string) string { return role + "-" + FileHardenR
 // the host copies into the run directory under the same name (the harden
 // report is copied as CollectedHardenReport).
 var RoleFiles = map[string][]string{
-	"gateway": {FileDecisions},
+	"gateway": {FileDecisions, FileEgressCounts},
 	"sidecar": {FileAudit},
 	"agent":   {FileAnswer, FileAgentTurns, FileProbeReport, FileProbeStatus, FileProbeDone},
 }
