@@ -251,7 +251,33 @@ func (j *job) teardownChecks() []runs.Check {
 	}
 	// A log that filled ends the record early, whatever the workload.
 	out = append(out, fromAgentCheck(verdict.LogsNotFull(j.dir.Path)))
+	if j.planned(orchestrate.RoleGateway) {
+		out = append(out, fromAgentCheck(verdict.RecordJoined(j.dir.Path, j.recordSources())))
+	}
 	return out
+}
+
+// planned reports whether the run's plan has a container of role.
+func (j *job) planned(role string) bool {
+	for _, st := range j.sess.Plan.Containers {
+		if st.Role == role {
+			return true
+		}
+	}
+	return false
+}
+
+// recordSources says what the verdict can join the decision log with:
+// the built-in gateway's counts, unless Squid is the gateway (it keeps
+// none) or the run is kept (its gateway has not exited).
+func (j *job) recordSources() verdict.RecordSources {
+	switch {
+	case j.o.squid():
+		return verdict.RecordSources{Why: "the Squid engine keeps no count of the requests it accepted: only the requests the other records name are joined"}
+	case j.o.Keep:
+		return verdict.RecordSources{Why: "--keep: the gateway has not exited, so it has not counted"}
+	}
+	return verdict.RecordSources{Counted: true}
 }
 
 func fromAgentCheck(c agent.Check) runs.Check {

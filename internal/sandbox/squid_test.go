@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
@@ -134,7 +135,7 @@ func TestSquidDecisions(t *testing.T) {
 		{Time: time.Date(2026, 11, 29, 9, 39, 13, 0, time.UTC), RunID: "run-x", Client: "10.0.0.3", Method: "GET",
 			Host: "probe.invalid", Port: 80, Decision: egress.Deny, Reason: "squid: TCP_DENIED/403", BytesUp: 129, BytesDown: 3460},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreUnexported(egress.Decision{})); diff != "" {
 		t.Errorf("decisions (-want +got):\n%s", diff)
 	}
 }
