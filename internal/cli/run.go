@@ -36,6 +36,7 @@ type sandboxOptions struct {
 	command        string // "run", "doctor", "test-sandbox"
 	workload       orchestrate.Workload
 	specFile       string
+	trustSpec      bool // --trust-spec (spec_gate.go)
 	runsDir        string
 	timeout        time.Duration
 	readyTimeout   time.Duration
@@ -85,6 +86,11 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Resul
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	chosen, err := gateSpec(s.Err, o.gate(os.Getenv)) // spec_gate.go: an untrusted spec from the working directory stops here
+	if err != nil {
+		return sandbox.Result{}, err
+	}
+	so.LoadSpec = chosen.load           // the bytes the gate checked, not a second read
 	afterMCP := mcpRunHooks(&so, s.Err) // mcp_roles.go: pins, Squid refusal, first-run lock
 	var eng dockerx.Engine
 	if c, err := dockerx.New(); err != nil {
@@ -143,6 +149,7 @@ func (o sandboxOptions) validateEngine() error {
 func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 	f := cmd.Flags()
 	f.StringVar(&o.specFile, "spec", "", specFlagHelp)
+	f.BoolVar(&o.trustSpec, "trust-spec", false, trustFlagHelp)
 	f.StringVar(&o.runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "kill the workload after this long")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Second, "how long the gateway and sidecar may take to become ready (2m with --backend kubernetes)")
