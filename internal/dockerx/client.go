@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -23,6 +24,9 @@ import (
 // Client is an [Engine] backed by the Docker daemon named by DOCKER_HOST.
 type Client struct {
 	api *client.Client
+
+	localOnce sync.Once
+	local     Locality
 }
 
 var _ Engine = (*Client)(nil)
@@ -50,6 +54,23 @@ func New() (*Client, error) {
 
 // Close releases the client's connections.
 func (c *Client) Close() error { return c.api.Close() }
+
+// Locality says whether the daemon's process ids are this host's: its API
+// is a unix socket here whose daemon runs in this host's pid namespace.
+// Decided on the first call and kept for the client's life.
+func (c *Client) Locality(ctx context.Context) Locality {
+	c.localOnce.Do(func() { c.local = localityOf(ctx, c.api.DaemonHost()) })
+	return c.local
+}
+
+// Process proves st.Pid is the running container id's process on this
+// host ([Prove]); on an engine that is not local it proves nothing.
+func (c *Client) Process(ctx context.Context, id string, st ContainerState) (Process, error) {
+	if l := c.Locality(ctx); !l.Local {
+		return nil, fmt.Errorf("%w (%s)", ErrNotOnThisHost, l.Reason)
+	}
+	return Prove(id, st.Pid, st.Created)
+}
 
 // IsNotFound reports whether err means the object does not exist.
 func IsNotFound(err error) bool { return cerrdefs.IsNotFound(err) }

@@ -168,6 +168,9 @@ func (c *Client) InspectContainer(ctx context.Context, id string) (ContainerStat
 		return ContainerState{}, fmt.Errorf("inspecting container %s: %w", id, err)
 	}
 	st := ContainerState{IPs: map[string]string{}}
+	if t, err := time.Parse(time.RFC3339Nano, res.Container.Created); err == nil {
+		st.Created = t
+	}
 	if s := res.Container.State; s != nil {
 		st.Running, st.ExitCode, st.OOMKilled, st.Pid = s.Running, s.ExitCode, s.OOMKilled, s.Pid
 	}

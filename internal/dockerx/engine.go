@@ -37,6 +37,16 @@ type Engine interface {
 	// PeakMemory follows the container's memory statistics until it exits
 	// or ctx ends; the returned function reports the highest usage seen.
 	PeakMemory(ctx context.Context, id string) func() uint64
+
+	// Locality says whether the engine's process ids are this host's,
+	// decided once, on the first call.
+	Locality(ctx context.Context) Locality
+	// Process proves that st.Pid, which the engine reported for the
+	// running container id (st is its inspect), is that container's
+	// process on this host, and holds it ([Prove]); on an engine that is
+	// not local it proves nothing and fails. The error wraps
+	// [ErrNotOnThisHost] or [ErrProcessGone].
+	Process(ctx context.Context, id string, st ContainerState) (Process, error)
 }
 
 // WaitResult is the end of a container: its exit code or why waiting failed.

@@ -18,35 +18,33 @@ import (
 )
 
 // DropDefaultRoutes deletes the IPv4 and IPv6 default routes inside the
-// network namespace of process pid (a container's init), then checks none
-// is left. Threat: engines older than 25 give containers on --internal
+// process's network namespace (a container's init), then checks none is
+// left. Threat: engines older than 25 give containers on --internal
 // networks a default route to the bridge; Docker's isolation rules drop
 // what goes through it, but a workload sees a way out and probes it. With
 // the route gone, a connect outside the subnet fails at once, as on newer
 // engines. Needs CAP_SYS_ADMIN and CAP_NET_ADMIN on the host (root).
-func DropDefaultRoutes(pid int) error {
+func (p *hostProcess) DropDefaultRoutes() error {
 	errc := make(chan error, 1)
 	go func() {
 		// The thread enters another namespace and is never unlocked, so
 		// the runtime discards it when this goroutine ends.
 		runtime.LockOSThread()
-		errc <- dropInNetns(pid)
+		if err := p.enterNetns(); err != nil {
+			errc <- err
+			return
+		}
+		errc <- dropDefaultRoutes()
 	}()
 	if err := <-errc; err != nil {
-		return fmt.Errorf("dropping the default route of process %d: %w", pid, err)
+		return fmt.Errorf("dropping the default route of process %d: %w", p.pid, err)
 	}
 	return nil
 }
 
-func dropInNetns(pid int) error {
-	ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
-	if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("entering the network namespace: %w", err)
-	}
+// dropDefaultRoutes deletes the default routes of this thread's network
+// namespace.
+func dropDefaultRoutes() error {
 	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
 		for i := 0; i < 8; i++ { // one default route per interface at most
 			err := deleteDefaultRoute(family)
@@ -118,8 +116,8 @@ func hasDefaultRoute() (bool, error) {
 	return false, sc.Err()
 }
 
-// DialInNetns connects to addr (host:port) from inside the network
-// namespace of process pid (a container's init), so the host can check a
+// DialInNetns connects to addr (host:port) from inside the process's
+// network namespace (a container's init), so the host can check a
 // container's own loopback listener without having, or using, an address
 // on the container's network. Threat: the host has no address on an
 // internal network (OptionInhibitIPv4); a packet the host sent to a
@@ -127,7 +125,7 @@ func hasDefaultRoute() (bool, error) {
 // The socket is created in that namespace and stays there; the thread
 // that entered it is never unlocked, so the runtime discards it. Needs
 // CAP_SYS_ADMIN on the host (root); without it the error wraps EPERM.
-func DialInNetns(ctx context.Context, pid int, addr string) (net.Conn, error) {
+func (p *hostProcess) DialInNetns(ctx context.Context, addr string) (net.Conn, error) {
 	type result struct {
 		conn net.Conn
 		err  error
@@ -135,14 +133,8 @@ func DialInNetns(ctx context.Context, pid int, addr string) (net.Conn, error) {
 	res := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		ns, err := os.Open(fmt.Sprintf("/proc/%d/ns/net", pid))
-		if err != nil {
+		if err := p.enterNetns(); err != nil {
 			res <- result{err: err}
-			return
-		}
-		defer ns.Close()
-		if err := unix.Setns(int(ns.Fd()), unix.CLONE_NEWNET); err != nil {
-			res <- result{err: fmt.Errorf("entering the network namespace of process %d: %w", pid, err)}
 			return
 		}
 		d := net.Dialer{Timeout: 2 * time.Second}
@@ -153,13 +145,13 @@ func DialInNetns(ctx context.Context, pid int, addr string) (net.Conn, error) {
 	return r.conn, r.err
 }
 
-// Listening reports whether process pid's network namespace has a TCP
+// Listening reports whether the process's network namespace has a TCP
 // socket listening on port, read from /proc/<pid>/net/tcp and tcp6: the
 // readiness check that needs no privilege and sends nothing.
-func Listening(pid, port int) (bool, error) {
+func (p *hostProcess) Listening(port int) (bool, error) {
 	var firstErr error
-	for _, f := range []string{"tcp", "tcp6"} {
-		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, f))
+	for _, f := range []string{"net/tcp", "net/tcp6"} {
+		data, err := p.readFile(f)
 		if err != nil {
 			if firstErr == nil {
 				firstErr = err

@@ -3,7 +3,6 @@ package dockerx
 import (
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 )
@@ -18,37 +17,6 @@ type ProcStatus struct {
 	CapEff         uint64 `json:"cap_eff"`
 	CapPrm         uint64 `json:"cap_prm"`
 	UID            int    `json:"uid"` // effective, in the host's user namespace
-}
-
-// RoleProcess is the container's main process given its init's pid: the
-// init itself, or, when the container runs Docker's init (docker-init,
-// `--init`), its one child. The role's own restrictions live there.
-func RoleProcess(initPid int) (int, error) {
-	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", initPid))
-	if err != nil {
-		return 0, err
-	}
-	if strings.TrimSpace(string(comm)) != "docker-init" {
-		return initPid, nil
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", initPid, initPid))
-	if err != nil {
-		return 0, fmt.Errorf("finding the child of docker-init: %w", err)
-	}
-	f := strings.Fields(string(data))
-	if len(f) == 0 {
-		return 0, fmt.Errorf("docker-init (process %d) has no child yet", initPid)
-	}
-	return strconv.Atoi(f[0])
-}
-
-// ReadProcStatus reads /proc/<pid>/status.
-func ReadProcStatus(pid int) (ProcStatus, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return ProcStatus{}, err
-	}
-	return parseProcStatus(string(data))
 }
 
 func parseProcStatus(text string) (ProcStatus, error) {

@@ -126,8 +126,10 @@ type Resource struct {
 
 // ContainerState is what the harness needs to know about a container.
 type ContainerState struct {
-	Running   bool
-	Pid       int // of the container's init on the host; 0 when not running
+	Running bool
+	Pid     int // of the container's init, in the engine's pid namespace; 0 when not running
+	// Created is when the engine created the container, by its clock.
+	Created   time.Time
 	ExitCode  int
 	OOMKilled bool
 	// IPs maps network name to the container's IPv4 address on it.

@@ -15,9 +15,11 @@
 //
 // [Mount] needs CAP_SYS_ADMIN in the mount namespace the Docker daemon
 // uses; a daemon in another namespace never sees the mount, so the flags
-// are checked where they matter: [SeenBy] reads a container's
-// /proc/PID/mountinfo from the host, and [Check] is the statfs the
-// launcher runs in the container before it executes a workload.
+// are checked where they matter: [SeenIn] judges a container's
+// mountinfo, which the host reads through a process proven to be the
+// container's (dockerx.Process; this package opens no /proc/PID of its
+// own), and [Check] is the statfs the launcher runs in the container
+// before it executes a workload.
 //
 // It must not touch a mount it did not make: [Mount] refuses a directory
 // that is already a mount point, and [Sweep] unmounts only the

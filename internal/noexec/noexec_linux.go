@@ -143,17 +143,13 @@ func Check(path string) error {
 	return nil
 }
 
-// SeenBy checks, from the host, that target is a noexec mount in the
-// mount namespace of process pid (a container's init): the answer of the
-// kernel the container runs in, whatever the daemon's namespace.
-// ErrGone means the process ended before it could be read: reaped (no
-// such file), or ended and not yet reaped, its mount namespace released
-// (the kernel answers EINVAL to opening its mountinfo then).
-func SeenBy(pid int, target string) error {
-	ms, err := readMountinfo(fmt.Sprintf("/proc/%d/mountinfo", pid))
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EINVAL) {
-		return ErrGone
-	}
+// SeenIn checks, from the host, that target is a noexec mount in a
+// container's mount namespace, given its init's mountinfo table (read by
+// the host through a proven process, dockerx.Process.Mountinfo): the
+// answer of the kernel the container runs in, whatever the daemon's
+// namespace.
+func SeenIn(mountinfo []byte, target string) error {
+	ms, err := parseMountinfo(string(mountinfo))
 	if err != nil {
 		return err
 	}
@@ -164,16 +160,13 @@ func SeenBy(pid int, target string) error {
 		}
 	}
 	if found == nil {
-		return fmt.Errorf("%s is not a mount point in the container (pid %d)", target, pid)
+		return fmt.Errorf("%s is not a mount point in the container", target)
 	}
 	if !found.has("noexec") {
 		return &NotNoexecError{Path: target + " (in the container, mounted " + strings.Join(found.opts, ",") + ")"}
 	}
 	return nil
 }
-
-// ErrGone is a process that ended before [SeenBy] could read it.
-var ErrGone = errors.New("the process ended before its mounts could be read")
 
 // isMountPoint reports whether dir is the mount point of a mount in this
 // process's namespace.

@@ -18,11 +18,8 @@ func (*Held) Release() error { return nil }
 // Check is Linux-only.
 func Check(string) error { return errLinux }
 
-// SeenBy is Linux-only.
-func SeenBy(int, string) error { return errLinux }
+// SeenIn is Linux-only.
+func SeenIn([]byte, string) error { return errLinux }
 
 // Sweep is Linux-only: there is nothing to sweep elsewhere.
 func Sweep(string) ([]string, error) { return nil, nil }
-
-// ErrGone is a process that ended before [SeenBy] could read it.
-var ErrGone = errors.New("the process ended before its mounts could be read")

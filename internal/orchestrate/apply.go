@@ -25,15 +25,6 @@ import (
 type Session struct {
 	Engine dockerx.Engine
 	Plan   Plan
-	// DialNetns connects from inside a container's network namespace
-	// (default dockerx.DialInNetns); Listening tells whether a port
-	// listens there (default dockerx.Listening). Tests substitute both.
-	DialNetns func(ctx context.Context, pid int, addr string) (net.Conn, error)
-	Listening func(pid, port int) (bool, error)
-	// WatchExit tells when a container's init has ended, before the
-	// engine reports it (default dockerx.WatchExit; nil from it: not
-	// watched).
-	WatchExit func(pid int, containerID string, stop <-chan struct{}) <-chan struct{}
 	// HostPrefixes lists the ranges the host uses outside Docker, which no
 	// network may take (default HostPrefixes).
 	HostPrefixes func() ([]netip.Prefix, error)
@@ -47,9 +38,10 @@ type Session struct {
 	Workload *Running
 
 	// Prepare and Release serve held steps (Step.Hold): once the
-	// container runs, Prepare gets its init's host pid (to adjust its
-	// network namespace), then Release lets the role proceed.
-	Prepare func(ctx context.Context, role string, pid int) error
+	// container runs, Prepare gets it, with its init proven to be on this
+	// host (Container.Process) or why not (Container.ProcessErr), to
+	// adjust its network namespace; then Release lets the role proceed.
+	Prepare func(ctx context.Context, c *Container) error
 	Release func(st Step) error
 }
 
@@ -68,10 +60,19 @@ type Container struct {
 	ExitCode *int
 	TimedOut bool
 	IPs      map[string]string
-	// Pid is the container's init on the host once it ran (0 before).
+	// Pid is the container's init as the engine reported it once it ran
+	// (0 before), in the engine's pid namespace: used on this host only
+	// through Process.
 	Pid int
+	// Process is the container's init proven to be on this host and held
+	// (dockerx.Engine.Process), once it ran; nil when it could not be,
+	// and ProcessErr says why (it wraps dockerx.ErrNotOnThisHost or
+	// dockerx.ErrProcessGone). Nothing on this host touches a process
+	// the engine named without it.
+	Process    dockerx.Process
+	ProcessErr error
 	// ReadyBy says how readiness was judged when not by a request
-	// (ReadyByListening); empty otherwise.
+	// (ReadyByListening, ReadyByEngine); empty otherwise.
 	ReadyBy string
 	// StartedAhead: the container was started (held) while an earlier
 	// service was becoming ready; see [Session.Apply].
@@ -573,7 +574,7 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 			return err
 		}
 	}
-	if !state.Running || state.Pid == 0 {
+	if !state.Running || state.Pid == 0 || errors.Is(c.ProcessErr, dockerx.ErrProcessGone) {
 		// Exited already: the engine has dropped its addresses.
 		code := state.ExitCode
 		select {
@@ -584,7 +585,13 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 		c.ExitCode = &code
 		return fmt.Errorf("%s exited with code %d before it was ready", c.Step.Role, code)
 	}
-	what, check := s.readiness(c.Step.Ready, state.Pid)
+	if c.Process == nil {
+		// Not proven to be on this host: nothing is asked of the number
+		// the engine gave, and its word that the container runs stands.
+		c.ReadyBy = ReadyByEngine + ": " + c.ProcessErr.Error()
+		return nil
+	}
+	what, check := s.readiness(c.Step.Ready, c)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var last error
@@ -600,7 +607,7 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 			// the listening socket needs no privilege and sends nothing.
 			c.ReadyBy = ReadyByListening
 			what, check = "listening socket on port "+strconv.Itoa(c.Step.Ready.Port), func(context.Context) error {
-				return s.listening(state.Pid, c.Step.Ready.Port)
+				return listening(c.Process, c.Step.Ready.Port)
 			}
 			continue
 		}
@@ -633,6 +640,9 @@ func (s *Session) inspect(ctx context.Context, c *Container) (dockerx.ContainerS
 		return state, nil // exited: the engine has dropped its addresses
 	}
 	c.inspected = true
+	if c.Process == nil && c.ProcessErr == nil {
+		c.Process, c.ProcessErr = s.Engine.Process(ctx, c.ID, state)
+	}
 	for _, a := range c.Step.Spec.Networks {
 		if a.IPv4 != "" && state.IPs[a.Network] != a.IPv4 {
 			return state, fmt.Errorf("%s has the address %q on network %s, not the planned %s that its peers' host entries name",
@@ -646,11 +656,16 @@ func (s *Session) inspect(ctx context.Context, c *Container) (dockerx.ContainerS
 // judged from the container's listening socket instead of a request.
 const ReadyByListening = "listening socket (the host may not enter the container's network namespace)"
 
-// readiness is the check of r for the container whose init is pid: a
-// request to its own loopback from inside its network namespace.
-func (s *Session) readiness(r *Readiness, pid int) (string, func(context.Context) error) {
+// ReadyByEngine is recorded in Container.ReadyBy, with the reason, when
+// the container's init could not be proven to be on this host: the
+// service was taken as ready once the engine reported it running.
+const ReadyByEngine = "the engine's report that the container runs (the host checked nothing of its process)"
+
+// readiness is the check of r for c: a request to its own loopback from
+// inside its init's network namespace.
+func (s *Session) readiness(r *Readiness, c *Container) (string, func(context.Context) error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Port))
-	dial := func(ctx context.Context) (net.Conn, error) { return s.dialNetns(ctx, pid, addr) }
+	dial := func(ctx context.Context) (net.Conn, error) { return dialNetns(ctx, c.Process, addr) }
 	if r.TCP {
 		return "TCP connect " + addr + " in the container", func(ctx context.Context) error {
 			conn, err := dial(ctx)
@@ -673,7 +688,7 @@ func (s *Session) readiness(r *Readiness, pid int) (string, func(context.Context
 // container's address there would leave by the host's default route; the
 // guard refuses anything but loopback, which is always the container's
 // own inside its namespace.
-func (s *Session) dialNetns(ctx context.Context, pid int, addr string) (net.Conn, error) {
+func dialNetns(ctx context.Context, p dockerx.Process, addr string) (net.Conn, error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, err
@@ -681,19 +696,11 @@ func (s *Session) dialNetns(ctx context.Context, pid int, addr string) (net.Conn
 	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
 		return nil, fmt.Errorf("refusing to connect to %s: the host connects to containers only on their own loopback", addr)
 	}
-	dial := s.DialNetns
-	if dial == nil {
-		dial = dockerx.DialInNetns
-	}
-	return dial(ctx, pid, addr)
+	return p.DialInNetns(ctx, addr)
 }
 
-func (s *Session) listening(pid, port int) error {
-	f := s.Listening
-	if f == nil {
-		f = dockerx.Listening
-	}
-	ok, err := f(pid, port)
+func listening(p dockerx.Process, port int) error {
+	ok, err := p.Listening(port)
 	if err != nil {
 		return err
 	}
@@ -766,7 +773,7 @@ func (s *Session) release(ctx context.Context, c *Container) error {
 		return fmt.Errorf("%s stopped before it was released (exit code %d)", c.Step.Role, state.ExitCode)
 	}
 	if s.Prepare != nil {
-		if err := s.Prepare(ctx, c.Step.Role, state.Pid); err != nil {
+		if err := s.Prepare(ctx, c); err != nil {
 			return err
 		}
 	}
@@ -789,14 +796,10 @@ func (s *Session) awaitExit(ctx context.Context, c *Container, done <-chan error
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	var ended <-chan struct{}
-	if gone != nil && c.Pid > 0 {
+	if gone != nil && c.Process != nil {
 		stop := make(chan struct{})
 		defer close(stop)
-		watch := s.WatchExit
-		if watch == nil {
-			watch = dockerx.WatchExit
-		}
-		ended = watch(c.Pid, c.ID, stop)
+		ended = c.Process.WatchExit(stop)
 	}
 	var cause error
 wait:
@@ -960,9 +963,22 @@ const StopGrace = 5 * time.Second
 // going past errors and returns them joined, in reverse order of creation
 // (containers first).
 func (s *Session) Teardown(ctx context.Context) error {
+	s.CloseProcesses()
 	errs := removeAll(len(s.Containers), func(i int) error { return s.Engine.RemoveContainer(ctx, s.Containers[i].ID) })
 	errs = append(errs, removeAll(len(s.Networks), func(i int) error { return s.Engine.RemoveNetwork(ctx, s.Networks[i].ID) })...)
 	return errors.Join(errs...)
+}
+
+// CloseProcesses releases every container's proven process
+// (Container.Process); nothing uses them after. Teardown calls it; a
+// caller that keeps the containers calls it itself.
+func (s *Session) CloseProcesses() {
+	for _, c := range s.Containers {
+		if c.Process != nil {
+			c.Process.Close()
+			c.Process = nil
+		}
+	}
 }
 
 // removeAll runs remove for every index at once and returns the errors in

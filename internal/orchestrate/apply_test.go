@@ -296,8 +296,8 @@ func TestHeldStepIsPreparedThenReleased(t *testing.T) {
 			plan.Containers[1].Hold = true
 			s := newTestSession(f, plan)
 			var order []string
-			s.Prepare = func(_ context.Context, role string, pid int) error {
-				order = append(order, "prepare "+role+" "+strconv.Itoa(pid))
+			s.Prepare = func(_ context.Context, c *Container) error {
+				order = append(order, "prepare "+c.Step.Role+" "+strconv.Itoa(c.Process.Pid()))
 				return tt.prepareErr
 			}
 			if !tt.noRelease {
@@ -378,7 +378,7 @@ func TestReadinessNeverDialsAContainerAddress(t *testing.T) {
 			t.Errorf("the session connected to %q; want only the container's (pid 4242) loopback", d)
 		}
 	}
-	if _, err := s.dialNetns(ctx, 4242, "10.99.0.2:3128"); err == nil || !strings.Contains(err.Error(), "refusing") {
+	if _, err := dialNetns(ctx, s.Find(RoleGateway).Process, "10.99.0.2:3128"); err == nil || !strings.Contains(err.Error(), "refusing") {
 		t.Errorf("dialNetns to a container address = %v, want a refusal", err)
 	}
 }
@@ -390,7 +390,7 @@ func TestReadinessFallsBackToListeningSocket(t *testing.T) {
 	f.NetnsErr = fmt.Errorf("entering the network namespace: %w", syscall.EPERM)
 	s := newTestSession(f, testPlan(3128))
 	calls := 0
-	s.Listening = func(pid, port int) (bool, error) {
+	f.Listening = func(pid, port int) (bool, error) {
 		calls++
 		if pid != 4242 || port != 3128 {
 			t.Errorf("Listening(%d, %d), want (4242, 3128)", pid, port)
@@ -556,7 +556,7 @@ func newOrderRig(t *testing.T, held bool, notReady int) *orderRig {
 				Hosts: []HostAlias{{Name: "egress-gateway", Role: RoleGateway}, {Name: "mcp-sidecar", Role: RoleSidecar}}},
 		}}
 	r.s = newTestSession(r.f, plan)
-	r.s.DialNetns = func(ctx context.Context, pid int, _ string) (net.Conn, error) {
+	r.f.Dial = func(ctx context.Context, pid int, _ string) (net.Conn, error) {
 		var d net.Dialer
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
@@ -564,7 +564,7 @@ func newOrderRig(t *testing.T, held bool, notReady int) *orderRig {
 		}
 		return &hostConn{Conn: c, host: roles[pid]}, nil
 	}
-	r.s.Prepare = func(context.Context, string, int) error { return nil }
+	r.s.Prepare = func(context.Context, *Container) error { return nil }
 	r.s.Release = func(st Step) error {
 		r.note("release " + st.Role)
 		return nil
@@ -777,7 +777,7 @@ func TestStopAtExit(t *testing.T) {
 			r.f.OnStart = func(id string) { r.note("start " + id) } // the agent keeps running
 			gone := make(chan struct{})
 			var watched []string
-			r.s.WatchExit = func(pid int, id string, _ <-chan struct{}) <-chan struct{} {
+			r.f.WatchExit = func(pid int, id string, _ <-chan struct{}) <-chan struct{} {
 				watched = append(watched, fmt.Sprintf("%d %s", pid, id))
 				return gone
 			}
@@ -834,7 +834,7 @@ func TestStopAfter(t *testing.T) {
 	r.s.Plan.Containers[0].StopAfter = []string{RoleSidecar}
 	r.f.OnStart = func(id string) { r.note("start " + id) }
 	gone := make(chan struct{})
-	r.s.WatchExit = func(int, string, <-chan struct{}) <-chan struct{} { return gone }
+	r.f.WatchExit = func(int, string, <-chan struct{}) <-chan struct{} { return gone }
 	errc := make(chan error, 1)
 	go func() {
 		errc <- r.s.Apply(context.Background(), Hooks{ReadyTimeout: 2 * time.Second, Timeout: 5 * time.Second, StopAtExit: true})

@@ -12,13 +12,13 @@ type fakeEngine = dockerxtest.Engine
 
 func newFake() *fakeEngine { return dockerxtest.New() }
 
-// newTestSession is NewSession with the fake's namespace dialer: it records
-// each connection and makes it on this host's loopback (where the tests'
+// newTestSession is NewSession without the host's routes. The fake's
+// proven processes dial through its namespace dialer: it records each
+// connection and makes it on this host's loopback (where the tests'
 // health servers listen), so a test sees every address the session used.
 func newTestSession(f *fakeEngine, plan Plan) *Session {
 	s := NewSession(f, plan)
 	s.HostPrefixes = func() ([]netip.Prefix, error) { return nil, nil }
-	s.DialNetns = f.DialNetns
 	return s
 }
 

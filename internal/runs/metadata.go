@@ -77,6 +77,13 @@ type Image struct {
 type Engine struct {
 	Version    string `json:"version"`
 	APIVersion string `json:"api_version"`
+	// Local says the engine's process ids are this host's (its API is a
+	// unix socket here whose daemon runs in this host's pid namespace),
+	// decided once per run. Only then does the host prove a container's
+	// process (dockerx.Prove) and use it: enter its network namespace,
+	// read its /proc. Locality says how it was decided, or why not.
+	Local    bool   `json:"local"`
+	Locality string `json:"locality,omitempty"`
 }
 
 // Gateway says which engine served as the egress gateway: "ours"
@@ -131,6 +138,11 @@ type Observation struct {
 	CapEff         string `json:"cap_eff"`
 	UID            int    `json:"uid"`
 	Detail         string `json:"detail,omitempty"`
+	// Unproven says why the host read nothing: the process the engine
+	// named could not be shown to be the container's on this host
+	// (dockerx.ErrNotOnThisHost). The check over it fails, with this
+	// reason, and says nothing of the sandbox.
+	Unproven string `json:"unproven,omitempty"`
 }
 
 // HardeningLayer is one layer of a role's hardening.

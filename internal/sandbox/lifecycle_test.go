@@ -91,7 +91,7 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 		t.Fatal(err)
 	}
 	r := &rig{t: t, f: dockerxtest.New(), profile: prof}
-	r.f.Pid = 1 << 30 // no such process: the observer records "not observed", reading nothing of this host
+	r.f.Pid = 1 << 30 // the fake's proven process answers for it: nothing of this host is read
 	r.o = Options{
 		Command: "doctor", Workload: workload,
 		LoadSpec: func() (*spec.Spec, string, error) { return sp, "built-in default", nil },
@@ -144,16 +144,13 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 	newSession = func(e dockerx.Engine, p orchestrate.Plan) *orchestrate.Session {
 		s := orchestrate.NewSession(e, p)
 		s.HostPrefixes = func() ([]netip.Prefix, error) { return nil, nil }
-		s.DialNetns = func(ctx context.Context, pid int, addr string) (net.Conn, error) {
-			// Recorded with the address asked for; connected to the
-			// test's server, the container's loopback standing in.
-			if _, err := r.f.DialNetns(ctx, pid, healthAddr); err != nil {
-				return nil, err
-			}
-			var d net.Dialer
-			return d.DialContext(ctx, "tcp", healthAddr)
-		}
 		return s
+	}
+	// Recorded with the address asked for; connected to the test's
+	// server, the container's loopback standing in.
+	r.f.Dial = func(ctx context.Context, _ int, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", healthAddr)
 	}
 	bridgeAddrs = func(string) ([]string, error) { return []string{}, nil }
 	t.Cleanup(func() { newSession, bridgeAddrs = old, oldBridge })

@@ -42,7 +42,13 @@ var (
 		}
 		return h.Release, nil
 	}
-	seenNoexec = noexec.SeenBy
+	seenNoexec = func(p dockerx.Process, target string) error {
+		mountinfo, err := p.Mountinfo()
+		if err != nil {
+			return err
+		}
+		return noexec.SeenIn(mountinfo, target)
+	}
 )
 
 // outputMounts is what mountOutputs made: the releases, and per role the
@@ -139,12 +145,17 @@ func (j *job) checkOutputMount(role string) error {
 		return nil
 	}
 	c := j.sess.Find(role)
-	if c == nil || c.Pid <= 0 {
+	if c == nil || c.Pid <= 0 || errors.Is(c.ProcessErr, dockerx.ErrProcessGone) {
 		return nil
 	}
+	if c.Process == nil {
+		return exitcode.WithHint(exitcode.Unavailable, fmt.Errorf("the %s container's output directory could not be checked for noexec: %w", role, c.ProcessErr),
+			"the host reads a container's mounts only from a process proven to be on this host: run mcpsidecar on the engine's host, "+
+				"reaching it by its local unix socket, or accept the risk with "+EnvAllowExecOutput+"=1")
+	}
 	for _, target := range j.noexec.targets[role] {
-		err := seenNoexec(c.Pid, target)
-		if errors.Is(err, noexec.ErrGone) {
+		err := seenNoexec(c.Process, target)
+		if errors.Is(err, dockerx.ErrProcessGone) {
 			continue
 		}
 		if err != nil {

@@ -55,7 +55,7 @@ func (f *fakeMounts) mount(dir string) (func() error, error) {
 	}, nil
 }
 
-func (f *fakeMounts) seen(int, string) error {
+func (f *fakeMounts) seen(dockerx.Process, string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.override != nil {

@@ -3,7 +3,6 @@ package sandbox
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,13 +34,18 @@ func newObserver() *observer {
 	return &observer{seen: map[string]runs.Observation{}, stop: make(chan struct{})}
 }
 
-// watch follows the container of role until its report appears, then reads
-// its process status. It gives up when the process is gone or at close.
-func (o *observer) watch(role, reportPath string, pid int) {
-	if pid <= 0 {
-		o.record(role, runs.Observation{Detail: "not observed: no process id"})
+// watch follows the container c of role until its report appears, then
+// reads its process status, through its init proven to be on this host
+// (c.Process). It gives up when the process is gone or at close. Without
+// a proven process it reads nothing: when the proof failed the
+// observation says why (Unproven), and its check fails.
+func (o *observer) watch(role, reportPath string, c *orchestrate.Container) {
+	if c.Process == nil {
+		o.record(role, unobserved(c.Pid, c.ProcessErr))
 		return
 	}
+	p := c.Process
+	ended := p.WatchExit(o.stop)
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
@@ -49,14 +53,13 @@ func (o *observer) watch(role, reportPath string, pid int) {
 		defer tick.Stop()
 		for {
 			if _, err := os.Lstat(reportPath); err == nil {
-				o.record(role, observe(pid))
-				return
-			}
-			if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, fs.ErrNotExist) {
-				o.record(role, runs.Observation{Detail: "not observed: the process ended before it wrote its hardening report"})
+				o.record(role, observe(p))
 				return
 			}
 			select {
+			case <-ended:
+				o.record(role, runs.Observation{Detail: "not observed: the process ended before it wrote its hardening report"})
+				return
 			case <-o.stop:
 				o.record(role, runs.Observation{Detail: "not observed: the role wrote no hardening report while it ran"})
 				return
@@ -66,12 +69,23 @@ func (o *observer) watch(role, reportPath string, pid int) {
 	}()
 }
 
-func observe(initPid int) runs.Observation {
-	pid, err := dockerx.RoleProcess(initPid)
-	if err != nil {
-		return runs.Observation{Detail: "not observed: " + err.Error()}
+// unobserved is the observation of a container whose init was not proven
+// (err, nil when it never ran: pid 0).
+func unobserved(pid int, err error) runs.Observation {
+	switch {
+	case pid <= 0 || err == nil:
+		return runs.Observation{Detail: "not observed: no process id"}
+	case errors.Is(err, dockerx.ErrProcessGone):
+		return runs.Observation{Detail: "not observed: the process ended before it could be read"}
 	}
-	st, err := dockerx.ReadProcStatus(pid)
+	return runs.Observation{Detail: "not observed: " + err.Error(), Unproven: err.Error()}
+}
+
+func observe(p dockerx.Process) runs.Observation {
+	st, err := p.RoleStatus()
+	if errors.Is(err, dockerx.ErrNotOnThisHost) || errors.Is(err, dockerx.ErrProcessGone) {
+		return unobserved(p.Pid(), err)
+	}
 	if err != nil {
 		return runs.Observation{Detail: "not observed: " + err.Error()}
 	}
@@ -100,7 +114,7 @@ func (j *job) observeRole(role string) {
 	if c == nil || j.obs == nil || (role == orchestrate.RoleGateway && j.o.squid()) {
 		return
 	}
-	j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c.Pid)
+	j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c)
 }
 
 // hardeningChecks are the verdict's checks of each role's hardening: its
@@ -161,11 +175,14 @@ func reportCheck(role string, pol harden.Policy, h runs.RoleHardening, exit *int
 }
 
 // observedCheck judges what the host read of the process. Two seccomp
-// filters at least: Docker's profile and the role's own.
+// filters at least: Docker's profile and the role's own. One the host
+// could not prove to be the container's fails with that reason: it was
+// not looked at, so it cannot pass, and what that other process shows
+// says nothing of the sandbox.
 func observedCheck(role string, ob runs.Observation) runs.Check {
 	c := runs.Check{Name: role + " hardening seen from outside"}
 	if !ob.Seen {
-		c.OK, c.Detail = true, ob.Detail
+		c.OK, c.Detail = ob.Unproven == "", ob.Detail
 		return c
 	}
 	var bad []string

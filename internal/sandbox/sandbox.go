@@ -262,6 +262,9 @@ func (j *job) preflight(ctx context.Context) error {
 	if err := j.checkEngine(v); err != nil {
 		return err
 	}
+	if err := j.checkLocality(ctx); err != nil {
+		return err
+	}
 	if err := j.checkHost(); err != nil {
 		return err
 	}
@@ -295,6 +298,32 @@ func (j *job) checkEngine(v dockerx.EngineVersion) error {
 	// Printed once and short (every run on such an engine says it); the
 	// record keeps the whole text.
 	fmt.Fprintf(j.s.Err, "warning: Docker Engine %s is older than %d; accepted by --allow-old-engine, with workarounds (the full text is in run-metadata.json, degradations)\n", v.Version, minEngineMajor)
+	return nil
+}
+
+// checkLocality decides, once for the run, whether the engine's process
+// ids are this host's, and records it. An engine that is not local is used
+// through its API only: readiness is its word, the checks that read a
+// container's process fail. An old engine, whose internal containers the
+// host must enter to remove their default route, is refused then, before
+// anything is created.
+func (j *job) checkLocality(ctx context.Context) error {
+	if j.o.Kube != nil {
+		return nil // the pods' processes are the cluster's; no pid is used
+	}
+	l := j.engine.Locality(ctx)
+	j.meta.Engine.Local, j.meta.Engine.Locality = l.Local, l.Reason
+	if l.Local {
+		return nil
+	}
+	if j.oldEngine() {
+		return exitcode.WithHint(exitcode.Unavailable,
+			fmt.Errorf("Docker Engine %s needs the host to remove the default route inside each internal container, and %v (%s): refused",
+				j.meta.Engine.Version, dockerx.ErrNotOnThisHost, l.Reason),
+			"run mcpsidecar on the engine's host, reaching it by its local unix socket, or upgrade the engine to 26 or later")
+	}
+	fmt.Fprintf(j.s.Err, "warning: %v (%s): readiness is the engine's word, and the checks that read a container's process from this host fail\n",
+		dockerx.ErrNotOnThisHost, l.Reason)
 	return nil
 }
 
@@ -482,6 +511,7 @@ func exitCodeOf(err error) int {
 
 func (j *job) teardown(ctx context.Context) error {
 	j.recordContainers()
+	j.sess.CloseProcesses()
 	if j.o.Keep {
 		j.meta.Kept = true
 		j.meta.RemoveCommand = j.sess.RemoveCommand()

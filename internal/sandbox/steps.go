@@ -103,9 +103,21 @@ func (j *job) stopWatch() {
 
 // dropDefaultRoute removes the default route an old engine gives a
 // container on an internal network. When the host cannot (not root), the
-// run goes on with the route, recorded as a degradation.
-func (j *job) dropDefaultRoute(_ context.Context, role string, pid int) error {
-	if err := dockerx.DropDefaultRoutes(pid); err != nil {
+// run goes on with the route, recorded as a degradation. When the
+// container's init is not proven to be on this host, nothing is entered
+// and the run stops. Threat: the pid the engine reported names another
+// process here (a remote or virtualised engine); entering its namespace
+// as root would delete a default route of whatever namespace it is in,
+// this host's own included.
+func (j *job) dropDefaultRoute(_ context.Context, c *orchestrate.Container) error {
+	role := c.Step.Role
+	if c.Process == nil {
+		return exitcode.WithHint(exitcode.Unavailable,
+			fmt.Errorf("removing the default route of %s: refused, no namespace entered: %w", role, c.ProcessErr),
+			"Docker Engine older than 26 needs the host to remove the route inside each internal container: run mcpsidecar on the engine's host, "+
+				"reaching it by its local unix socket, or upgrade the engine")
+	}
+	if err := c.Process.DropDefaultRoutes(); err != nil {
 		d := fmt.Sprintf("%s keeps the default route of its internal network: %v", role, err)
 		j.meta.Degradations = append(j.meta.Degradations, d)
 		fmt.Fprintf(j.s.Err, "warning: %s\n", d)

@@ -92,6 +92,25 @@ type Engine struct {
 	// PushAuths are the X-Registry-Auth values the pushes were given.
 	PushAuths []string
 
+	// NotLocal, when set, makes the engine not local for this reason:
+	// Process then proves nothing, as the real engine's.
+	NotLocal string
+	// ProcessErr, when set and not nil for a container's id, fails
+	// Process with it (a proof that failed).
+	ProcessErr func(id string) error
+	// Proven are the processes Process handed out, "PID ID" each;
+	// Dropped the pids whose default routes were dropped.
+	Proven, Dropped []string
+	// A proven process's answers: Dial connects for DialInNetns once it
+	// is recorded (nil: to addr on this host's loopback); Listening,
+	// WatchExit, Status and Mountinfo answer for its methods (nil: an
+	// error; not watched; a hardened role's status; an error).
+	Dial      func(ctx context.Context, pid int, addr string) (net.Conn, error)
+	Listening func(pid, port int) (bool, error)
+	WatchExit func(pid int, id string, stop <-chan struct{}) <-chan struct{}
+	Status    func(pid int) (dockerx.ProcStatus, error)
+	Mountinfo func(pid int) ([]byte, error)
+
 	waits   map[string]chan dockerx.WaitResult
 	started map[string]bool
 }
@@ -442,6 +461,9 @@ func (f *Engine) DialNetns(ctx context.Context, pid int, addr string) (net.Conn,
 	f.mu.Unlock()
 	if err != nil {
 		return nil, err
+	}
+	if f.Dial != nil {
+		return f.Dial(ctx, pid, addr)
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", addr)
