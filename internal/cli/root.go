@@ -50,14 +50,16 @@ beside an MCP server sidecar and an egress gateway, on a private per-run network
 and leaves a complete, auditable record of what happened.
 
 The sandbox is described by sandbox_spec.toml: --spec FILE, else
-./sandbox_spec.toml when present, else the built-in default. Start with:
+./sandbox_spec.toml when present (trusted first if it softens the sandbox
+beyond the built-in default), else the built-in default. Start with:
 
   mcpsidecar spec check            validate the spec (every problem, with file:line)
   mcpsidecar spec resolve --out d  see everything the spec turns into
 
 Exit codes: 0 ok, 1 runtime error (also a workload timeout), 2 usage error,
 3 invalid spec, 4 isolation violation found by the probe suite, 5 environment
-unavailable, 130 interrupted (Ctrl-C).`,
+unavailable, 6 a ./sandbox_spec.toml found here softens the sandbox and is not
+trusted (mcpsidecar spec trust --help), 130 interrupted (Ctrl-C).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -71,6 +73,8 @@ unavailable, 130 interrupted (Ctrl-C).`,
 	root.SetVersionTemplate("{{.Version}}\n")
 	groupCommands(root, subcommands, s)
 	completeFlagValues(root)
+	root.InitDefaultCompletionCmd() // now, not at Execute, so the next line sees it
+	rejectUnknownSubcommands(root)  // groups.go
 	return root
 }
 
