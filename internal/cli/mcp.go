@@ -19,9 +19,10 @@ import (
 
 // mcpPinOptions are the flags of `mcp pin`.
 type mcpPinOptions struct {
-	specPath string
-	update   bool
-	timeout  time.Duration
+	specPath  string
+	trustSpec bool // --trust-spec (spec_gate.go)
+	update    bool
+	timeout   time.Duration
 	// getenv reads the host variables credentials come from (os.Getenv).
 	getenv func(string) string
 	// transport replaces the HTTP transport (tests dial loopback fakes).
@@ -49,7 +50,9 @@ func newMCPPinCmd(s Streams) *cobra.Command {
 		Short: "Record each MCP server's tool definitions in the lock file (--update accepts a change)",
 		Long: `Connect to each MCP server the spec declares, from this host (HTTP(S)_PROXY honoured),
 list its tools and record them in the lock file beside the spec. A credential the spec
-declares for a server's host is read from its host variable and sent to that host only.
+declares for a server's host is read from its host variable and sent to that host only,
+so a ./sandbox_spec.toml found here that softens the sandbox must be trusted first, as
+for run (exit 6; see spec trust --help).
 
 Without a lock entry for a server, its tools are recorded. With one, the tools are
 compared: when they differ, the difference is shown and nothing is written (exit 1)
@@ -67,6 +70,7 @@ unless --update accepts it.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.specPath, "spec", "", specFlagHelp)
+	f.BoolVar(&o.trustSpec, "trust-spec", false, trustFlagHelp)
 	f.BoolVar(&o.update, "update", false, "accept changed definitions and rewrite the lock")
 	f.DurationVar(&o.timeout, "timeout", sidecar.DefaultUpstreamTimeout, "timeout of each server's connect and tool list")
 	return cmd
@@ -77,10 +81,17 @@ unless --update accepts it.`,
 var errDrift = errors.New("tool definitions differ from the lock (shown above); review them and accept with `mcpsidecar mcp pin --update`")
 
 func runMCPPin(ctx context.Context, s Streams, o mcpPinOptions) error {
-	sp, name, err := loadSpec(o.specPath)
+	// The gate (spec_gate.go): pin reads the spec's credentials from this
+	// host and sends them to its servers, so a ./sandbox_spec.toml nobody
+	// named needs trust here as much as in a run.
+	c, err := gateSpec(s.Err, specGate{flag: o.specPath, trustFlag: o.trustSpec, envHash: o.getenv(envTrustSpec)})
 	if err != nil {
 		return err
 	}
+	if c.err != nil {
+		return c.err
+	}
+	sp, name := c.spec, c.name
 	servers := sp.Servers()
 	if len(servers) == 0 {
 		return usageErrorf("spec %s has no MCP servers (it needs the mcp_client capability)", name)

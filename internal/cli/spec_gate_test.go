@@ -314,3 +314,15 @@ func TestUnknownSubcommandEveryGroup(t *testing.T) {
 		})
 	}
 }
+
+// TestMCPPinGated: mcp pin sends the spec's credentials from this host to
+// its servers, so an untrusted ./sandbox_spec.toml is refused there too,
+// before any connection.
+func TestMCPPinGated(t *testing.T) {
+	gateEnv(t)
+	chdirSpec(t, issueSpec)
+	code, _, errs := runCLI(t, "mcp", "pin")
+	if code != ExitUntrusted || !strings.Contains(errs, "mcpsidecar: refusing sandbox_spec.toml") || strings.Contains(errs, "server learn") {
+		t.Errorf("exit %d, stderr:\n%s", code, errs)
+	}
+}
