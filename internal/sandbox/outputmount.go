@@ -64,6 +64,18 @@ type outputMounts struct {
 // anywhere else is refused rather than remounted.
 func (j *job) mountOutputs(plan *orchestrate.Plan) error {
 	j.noexec = &outputMounts{targets: map[string][]string{}}
+	if j.o.Kube == nil && !j.meta.Engine.Local {
+		// The engine binds the paths on its own host, and its
+		// containers' mounts cannot be read from here (no process of
+		// theirs is on this host): nothing made here would hold there.
+		err := fmt.Errorf("the output directories cannot be made noexec, nor checked, for an engine whose containers are not on this host: %w (%s)",
+			dockerx.ErrNotOnThisHost, j.meta.Engine.Locality)
+		if j.getenv(EnvAllowExecOutput) != "1" {
+			return exitcode.WithHint(exitcode.Unavailable, err, "run mcpsidecar on the engine's host, reaching it by its local unix socket, or accept "+
+				"output directories a workload can map code from with "+EnvAllowExecOutput+"=1")
+		}
+		return j.execOutputAccepted(plan, err)
+	}
 	for i := range plan.Containers {
 		st := &plan.Containers[i]
 		for _, m := range st.Spec.Mounts {
