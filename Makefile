@@ -1,5 +1,7 @@
 # mcpsidecar build, test and lint. `make test` is the one command that runs
-# every test: unit tests (no Docker, no root needed), then the end-to-end
+# every test, on a fresh machine too: it first does its own set-up
+# (`make setup`: the Debian packages, the Docker engine, the test image;
+# skipped when done), then unit tests (no Docker, no root needed), then the end-to-end
 # tests against the real Docker engine (build tag `docker`, in e2e/), then
 # the Kubernetes backend's tests on the test cluster (`make kube`: root;
 # the cluster's first build takes 10 to 30 minutes).
@@ -17,12 +19,18 @@ FUZZTIME  ?= 20s
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 export CGO_ENABLED := 0
 
-.PHONY: build testbin test unit race e2e kube fuzz lint tidy-check bench clean
+# SETUP=0 skips the set-up (a machine where it is known done).
+SETUP ?= 1
+
+.PHONY: setup build testbin test unit race e2e kube fuzz lint tidy-check bench clean
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsidecar
 
-test: unit fuzz e2e kube
+test: setup unit fuzz e2e kube
+
+setup:
+	@if [ "$(SETUP)" = 1 ]; then scripts/setup.sh; fi
 
 unit:
 	$(GO) test -count=1 ./...

@@ -100,7 +100,7 @@ func agCerts(t *testing.T, dir string) string {
 	caCert, _ := x509.ParseCertificate(caDER)
 	leafKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: agLearnHost}, DNSNames: []string{agLearnHost, mcpHostA},
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: agLearnHost}, DNSNames: []string{agLearnHost, mcpHostA, agModelHost},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 	}
@@ -148,6 +148,15 @@ func (fx agFixtures) all() []agAlias {
 // of their own (no route out) until they join the run's egress network.
 func agStartFixtures(t *testing.T, id, image, key, behaviour string) agFixtures {
 	t.Helper()
+	return agStartFixturesWith(t, id, image, key, behaviour, false)
+}
+
+// agStartFixturesWith is agStartFixtures with the model served over TLS
+// on 443 (the test CA's certificate) when modelTLS is set, as the real
+// model API is: the gateway then injects the key into a TLS connection
+// of its own, on a pooled, kept-alive upstream connection.
+func agStartFixturesWith(t *testing.T, id, image, key, behaviour string, modelTLS bool, modelArgs ...string) agFixtures {
+	t.Helper()
 	fx := agFixtures{network: "mcpsidecar-e2e-" + id + "-fixtures", model: "mcpsidecar-e2e-" + id + "-model", learn: "mcpsidecar-e2e-" + id + "-learn"}
 	t.Cleanup(func() { dockerErr("network", "rm", fx.network) })
 	docker(t, "network", "create", "--internal", "--label", "mcpsidecar.test=1", fx.network)
@@ -158,7 +167,7 @@ func agStartFixtures(t *testing.T, id, image, key, behaviour string) agFixtures 
 		name string
 		args []string
 	}{
-		{fx.model, []string{"model", "--listen", ":80", "--key", key, "--behaviour", behaviour}},
+		{fx.model, append(agModelArgs(key, behaviour, modelTLS), modelArgs...)},
 		{fx.learn, []string{"learn", "--listen", ":443", "--path", "/api/mcp", "--tls-cert", "/certs/learn.pem", "--tls-key", "/certs/learn-key.pem"}},
 	} {
 		name := c.name
@@ -167,6 +176,13 @@ func agStartFixtures(t *testing.T, id, image, key, behaviour string) agFixtures 
 		docker(t, args...)
 	}
 	return fx
+}
+
+func agModelArgs(key, behaviour string, modelTLS bool) []string {
+	if modelTLS {
+		return []string{"model", "--listen", ":443", "--key", key, "--behaviour", behaviour, "--tls-cert", "/certs/learn.pem", "--tls-key", "/certs/learn-key.pem"}
+	}
+	return []string{"model", "--listen", ":80", "--key", key, "--behaviour", behaviour}
 }
 
 // agWatcher follows the engine's events for this test's run: it connects the

@@ -141,6 +141,13 @@ func TestAgentOfflineRun(t *testing.T) {
 // run after the first reuses the run image), the fixture image, the key.
 type agSetup struct {
 	id, dir, bin, ca, image, key string
+	// modelTLS serves the fake model over TLS (https base URL).
+	modelTLS bool
+	// modelArgs are extra flags for the model fixture.
+	modelArgs []string
+	// interruptWhen, when set, is polled during the run; once it holds,
+	// the run is sent SIGINT.
+	interruptWhen func(r agResult) bool
 }
 
 func agPrepare(t *testing.T) agSetup {
@@ -151,6 +158,14 @@ func agPrepare(t *testing.T) agSetup {
 	s.image = agFixtureImage(t, s.id, s.dir)
 	t.Cleanup(func() { agRemoveRunImages(s.dir) })
 	return s
+}
+
+// modelURL is the fake model's base URL.
+func (s agSetup) modelURL() string {
+	if s.modelTLS {
+		return "https://" + agModelHost + "/v1"
+	}
+	return "http://" + agModelHost + "/v1"
 }
 
 // agResult is one `mcpsidecar run`.
@@ -173,7 +188,7 @@ func (s agSetup) runWith(t *testing.T, behaviour string, extra ...string) agResu
 	t.Helper()
 	r := agResult{id: RandHex(6)}
 	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
-	fx := agStartFixtures(t, r.id, s.image, s.key, behaviour)
+	fx := agStartFixturesWith(t, r.id, s.image, s.key, behaviour, s.modelTLS, s.modelArgs...)
 	r.w = agWatch(t, r.id, fx)
 	specFile := filepath.Join(s.dir, "sandbox_spec.toml")
 	agWrite(t, specFile, `schema_version = 1
@@ -190,7 +205,7 @@ allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 	cmd := exec.CommandContext(ctx, s.bin, args...)
 	cmd.Env = append(os.Environ(),
 		"OPENAI_API_KEY="+s.key,
-		"OPENAI_BASE_URL=http://"+agModelHost+"/v1",
+		"OPENAI_BASE_URL="+s.modelURL(),
 		"MCPSIDECAR_CA_BUNDLE="+s.ca,
 		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+r.id,
 	)
@@ -203,13 +218,39 @@ allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 		}
 	})
 	start := time.Now()
-	r.err = cmd.Run()
+	r.err = s.runCmd(t, cmd, r)
 	r.wall = time.Since(start)
 	r.stdout, r.stderr = stdout.String(), stderr.String()
 	t.Logf("mcpsidecar %s (%s model) took %s; stderr:\n%s", strings.Join(args, " "), behaviour, r.wall.Round(time.Millisecond), r.stderr)
 	r.w.stop()
 	r.w.checkOrder(t)
 	return r
+}
+
+// runCmd runs cmd, interrupting it once s.interruptWhen holds.
+func (s agSetup) runCmd(t *testing.T, cmd *exec.Cmd, r agResult) error {
+	if s.interruptWhen == nil {
+		return cmd.Run()
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case err := <-done:
+			t.Errorf("the run ended (%v) before the moment to interrupt it came", err)
+			return err
+		case <-tick.C:
+			if s.interruptWhen(r) {
+				cmd.Process.Signal(os.Interrupt)
+				return <-done
+			}
+		}
+	}
 }
 
 func agOnlyRunDir(t *testing.T, runsDir string) string {
