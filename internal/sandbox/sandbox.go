@@ -318,8 +318,8 @@ func (j *job) checkLocality(ctx context.Context) error {
 	}
 	if j.oldEngine() {
 		return exitcode.WithHint(exitcode.Unavailable,
-			fmt.Errorf("Docker Engine %s needs the host to remove the default route inside each internal container, and %v (%s): refused",
-				j.meta.Engine.Version, dockerx.ErrNotOnThisHost, l.Reason),
+			fmt.Errorf("refused: an engine older than %d (here %s) needs the host to remove the default route inside each internal container, and %v (%s)",
+				minEngineMajor, j.meta.Engine.Version, dockerx.ErrNotOnThisHost, l.Reason),
 			"run mcpsidecar on the engine's host, reaching it by its local unix socket, or upgrade the engine to 26 or later")
 	}
 	fmt.Fprintf(j.s.Err, "warning: %v (%s): readiness is the engine's word, and the checks that read a container's process from this host fail\n",
