@@ -203,6 +203,13 @@ and Ctrl-C alike (a second Ctrl-C forces an exit; "mcpsidecar gc" cleans up).
 Phases, each one progress line on stderr: spec, preflight, image, run-dir,
 networks, gateway, sidecar, agent, wait, collect, teardown.
 
+The spec: --spec FILE, else ./sandbox_spec.toml, else the built-in default. A
+./sandbox_spec.toml found here that softens the sandbox beyond the built-in
+default is refused (exit 6) until you trust its exact content (mcpsidecar spec
+trust), or pass --trust-spec, or set ` + envTrustSpec + ` to its sha256. Before it
+starts, run prints the softening ledger's summary of a spec file that softens
+anything (not under --quiet).
+
 With --backend kubernetes the roles run as three pods in a namespace of the
 run's own (phases: ..., run-dir, kube-image, pods, wait, collect, teardown),
 the namespace is deleted on every path, and the record is the same
@@ -211,7 +218,7 @@ the namespace is deleted on every path, and the record is the same
 Environment: OPENAI_API_KEY (required by openai_agents), OPENAI_BASE_URL (any
 OpenAI-compatible /v1 endpoint; its host, with the port when not 80/443, must be
 in allowed_domains or allowed_ip_addresses), OPENAI_MODEL, DOCKER_HOST,
-` + envAllowOldEngine + `, and
+` + envAllowOldEngine + `, ` + envTrustSpec + `, and
 ` + envCABundle + `: the PEM bundle of CA certificates the sandbox trusts
 (default /etc/ssl/certs/ca-certificates.crt). Set it behind a TLS-inspecting
 corporate proxy, or for a model or MCP server signed by a private CA, when an

@@ -199,6 +199,9 @@ func specCheck(s Streams, o specOptions) error {
 	for _, w := range p.Spec.Warnings {
 		fmt.Fprintf(s.Err, "warning: %s\n", w.String())
 	}
+	if name != builtinSpecName {
+		noteTrust(s.Err, p, name) // spec_gate.go
+	}
 	_, err = fmt.Fprintf(s.Out, "%s: ok (capabilities: %s; containers: %s)\n",
 		name, orNone(p.Capabilities), strings.Join(p.Roles, ", "))
 	return err

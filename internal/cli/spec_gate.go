@@ -224,3 +224,14 @@ func ledgerSummary(w io.Writer, c chosenSpec, soft []spec.Softening) {
 	fmt.Fprintln(w, "beyond the built-in default:")
 	writeLedger(w, soft, nil)
 }
+
+// noteTrust tells `spec check` that a valid spec file would still be
+// refused when found in the working directory: "ok" alone hid it.
+func noteTrust(w io.Writer, p *spec.Profile, name string) {
+	soft, err := spec.BeyondDefault(p)
+	if err != nil || len(soft) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "note: %s softens the sandbox beyond the built-in default in %d way(s); found in the working directory rather than named with --spec, it must be trusted first (mcpsidecar spec trust %s lists them)\n",
+		name, len(soft), name)
+}

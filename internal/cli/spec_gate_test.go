@@ -326,3 +326,19 @@ func TestMCPPinGated(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, errs)
 	}
 }
+
+// TestSpecCheckNotesTrust: spec check still says ok for a softening spec,
+// and notes on stderr that it must be trusted when found implicitly; the
+// default needs no note.
+func TestSpecCheckNotesTrust(t *testing.T) {
+	gateEnv(t)
+	chdirSpec(t, issueSpec)
+	code, out, errs := runCLI(t, "spec", "check")
+	if code != ExitOK || !strings.HasPrefix(out, "sandbox_spec.toml: ok") ||
+		!strings.Contains(errs, "note: sandbox_spec.toml softens the sandbox beyond the built-in default in 6 way(s)") {
+		t.Errorf("exit %d\nstdout: %s\nstderr: %s", code, out, errs)
+	}
+	if _, _, errs := runCLI(t, "spec", "check", writeSpec(t, defaultSpecText(t))); strings.Contains(errs, "note:") {
+		t.Errorf("the default's text got a note: %s", errs)
+	}
+}
