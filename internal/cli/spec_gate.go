@@ -113,40 +113,53 @@ func gateSpec(w io.Writer, g specGate) (chosenSpec, error) {
 // --trust-spec, MCPSIDECAR_TRUST_SPEC or the trust store, and otherwise
 // prints its softenings and refuses it.
 func trustImplicit(w io.Writer, c chosenSpec, soft []spec.Softening, g specGate) error {
-	hash := spectrust.Hash(c.data)
-	hint := "read the spec, then trust this exact content with: mcpsidecar spec trust " + c.name
-	switch {
-	case g.trustFlag:
-		fmt.Fprintf(w, "%s softens the sandbox beyond the built-in default; accepted for this invocation by --trust-spec:\n", c.name)
-		writeLedger(w, soft, nil)
-		return nil
-	case g.envHash != "" && strings.EqualFold(strings.TrimSpace(g.envHash), hash):
-		fmt.Fprintf(w, "%s softens the sandbox beyond the built-in default; accepted by %s (its sha256):\n", c.name, envTrustSpec)
-		writeLedger(w, soft, nil)
-		return nil
-	case g.envHash != "":
-		writeLedger(w, soft, nil)
-		return exitcode.WithHint(ExitUntrusted, fmt.Errorf("refusing %s: %s is %s, not its sha256 %s (it is not the content that was accepted)",
-			c.name, envTrustSpec, strings.TrimSpace(g.envHash), hash), hint)
+	if g.trustFlag || g.envHash != "" {
+		return acceptOnce(w, c, soft, g)
 	}
 	check, err := storeCheck(c, soft)
 	if err != nil {
 		fmt.Fprintf(w, "%s softens the sandbox beyond the built-in default:\n", c.name)
 		writeLedger(w, soft, nil)
-		return exitcode.WithHint(ExitUntrusted, fmt.Errorf("refusing %s: cannot tell whether you trusted it: %w", c.name, err), "make the trust store yours alone (the error says how), then: mcpsidecar spec trust "+c.name)
+		return exitcode.WithHint(ExitUntrusted, fmt.Errorf("refusing %s: cannot tell whether you trusted it: %w", c.name, err),
+			"make the trust store yours alone (the error says how), then: mcpsidecar spec trust "+c.name)
 	}
 	switch check.Status {
 	case spectrust.Trusted:
 		return nil
 	case spectrust.Changed:
 		fmt.Fprintf(w, "%s changed since you trusted it on %s (sha256 %s then, %s now); its softenings beyond the built-in default (+ marks one the trusted version did not have):\n",
-			c.name, check.Previous.Trusted.Local().Format(time.DateTime), short(check.Previous.SHA256), short(hash))
+			c.name, check.Previous.Trusted.Local().Format(time.DateTime), short(check.Previous.SHA256), short(check.Hash))
 		writeLedger(w, soft, check.Added)
-		return exitcode.WithHint(ExitUntrusted, fmt.Errorf("refusing %s: it changed since you trusted it (%s)", c.name, addedCount(check.Added)), hint)
+		return untrusted(c, fmt.Errorf("refusing %s: it changed since you trusted it (%s)", c.name, addedCount(check.Added)))
 	}
 	fmt.Fprintf(w, "%s softens the sandbox beyond the built-in default:\n", c.name)
 	writeLedger(w, soft, nil)
-	return exitcode.WithHint(ExitUntrusted, fmt.Errorf("refusing %s: it was found in the working directory (not named with --spec), softens the sandbox, and you have not trusted it", c.name), hint)
+	return untrusted(c, fmt.Errorf("refusing %s: it was found in the working directory (not named with --spec), softens the sandbox, and you have not trusted it", c.name))
+}
+
+// acceptOnce is trust for this invocation only: --trust-spec, or
+// MCPSIDECAR_TRUST_SPEC holding the content's sha256 (another hash is
+// refused: it names content that is not there). Nothing is recorded; the
+// softenings accepted are printed whatever --quiet says.
+func acceptOnce(w io.Writer, c chosenSpec, soft []spec.Softening, g specGate) error {
+	hash, env := spectrust.Hash(c.data), strings.TrimSpace(g.envHash)
+	by := "--trust-spec"
+	if !g.trustFlag {
+		by = envTrustSpec + " (its sha256)"
+	}
+	if !g.trustFlag && !strings.EqualFold(env, hash) {
+		fmt.Fprintf(w, "%s softens the sandbox beyond the built-in default:\n", c.name)
+		writeLedger(w, soft, nil)
+		return untrusted(c, fmt.Errorf("refusing %s: %s is %s, not its sha256 %s (it is not the content that was accepted)", c.name, envTrustSpec, env, hash))
+	}
+	fmt.Fprintf(w, "%s softens the sandbox beyond the built-in default; accepted for this invocation by %s:\n", c.name, by)
+	writeLedger(w, soft, nil)
+	return nil
+}
+
+// untrusted is the refusal: exit 6 and the one command that trusts c.
+func untrusted(c chosenSpec, err error) error {
+	return exitcode.WithHint(ExitUntrusted, err, "read the spec, then trust this exact content with: mcpsidecar spec trust "+c.name)
 }
 
 // storeCheck asks the user's trust store about c.

@@ -199,7 +199,7 @@ func TestTrustForOneInvocation(t *testing.T) {
 	}
 	t.Setenv(envTrustSpec, strings.ToUpper(hash))
 	code, _, errs = runCLI(t, "doctor", "--runs-dir", t.TempDir())
-	if code != ExitUnavailable || !strings.Contains(errs, "accepted by "+envTrustSpec) {
+	if code != ExitUnavailable || !strings.Contains(errs, "accepted for this invocation by "+envTrustSpec+" (its sha256):\n  shell_access") {
 		t.Errorf("%s=hash: exit %d, stderr:\n%s", envTrustSpec, code, errs)
 	}
 	t.Setenv(envTrustSpec, strings.Repeat("0", 64))
