@@ -81,8 +81,10 @@ type Engine struct {
 	// unix socket here whose daemon runs in this host's pid namespace),
 	// decided once per run. Only then does the host prove a container's
 	// process (dockerx.Prove) and use it: enter its network namespace,
-	// read its /proc. Locality says how it was decided, or why not.
-	Local    bool   `json:"local"`
+	// read its /proc. Locality says how it was decided, or why not. Both
+	// are absent when it was not decided (the Kubernetes backend, a run
+	// that stopped before, or a record older than the field).
+	Local    bool   `json:"local,omitempty"`
 	Locality string `json:"locality,omitempty"`
 }
 
