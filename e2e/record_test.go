@@ -151,7 +151,9 @@ func injectedLines(t *testing.T, runDir string) map[string]int {
 	got := map[string]int{}
 	for _, line := range strings.Split(strings.TrimSpace(agRead(t, filepath.Join(runDir, "egress-decisions.jsonl"))), "\n") {
 		var d struct {
-			CorrelationID, Decision, Credential string
+			CorrelationID string `json:"correlation_id"`
+			Decision      string `json:"decision"`
+			Credential    string `json:"credential"`
 		}
 		if err := json.Unmarshal([]byte(line), &d); err != nil {
 			t.Fatalf("decision line %q: %v", line, err)

@@ -163,12 +163,15 @@ func cutOffError(ctx context.Context, st *forwardState, down *countingWriter) st
 }
 
 // forwardErr is the decision line's error of a forwarded request: marked
-// interrupted when the gateway's shutdown cancelled it.
+// interrupted when the gateway's shutdown cancelled it, or when the
+// client went away before the answer came (its request's context ended).
 func forwardErr(ctx context.Context, err error) string {
-	if errors.Is(context.Cause(ctx), errStopped) {
+	switch {
+	case errors.Is(context.Cause(ctx), errStopped):
 		return interruptedError(err)
-	}
-	if err != nil {
+	case err != nil && errors.Is(err, context.Canceled):
+		return ErrorInterrupted + ": the client closed its connection before the answer came (" + err.Error() + ")"
+	case err != nil:
 		return err.Error()
 	}
 	return ""

@@ -84,13 +84,20 @@ func (u *recordUpstream) releaseAll() {
 	}
 }
 
+// headerAnswer, on a request, overrides the upstream's behaviour.
+const headerAnswer = "X-Answer"
+
 func (u *recordUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	io.Copy(io.Discard, r.Body)
 	u.mu.Lock()
 	u.traces = append(u.traces, traceID(r.Header.Values("Traceparent")))
 	u.mu.Unlock()
 	body := `{"id":"chatcmpl-1","choices":[{"message":{"role":"assistant","content":"` + strings.Repeat("x", 4096) + `"}}]}`
-	switch u.behaviour {
+	behaviour := u.behaviour
+	if b := r.Header.Get(headerAnswer); b != "" {
+		behaviour = b
+	}
+	switch behaviour {
 	case answerWhole:
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -109,7 +116,7 @@ func (u *recordUpstream) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", strconv.Itoa(len(body)*2))
 		io.WriteString(w, body)
 		w.(http.Flusher).Flush()
-		if u.behaviour == answerHold {
+		if behaviour == answerHold {
 			select {
 			case <-u.release:
 			case <-r.Context().Done():
@@ -226,9 +233,19 @@ const (
 
 // send makes the i-th request and reads its answer as reading says.
 func (rr *recordRig) send(c *http.Client, path string, i int, reading string) {
+	rr.sendAnswer(c, path, i, reading, "")
+}
+
+// sendAnswer is send asking the upstream for the answer behaviour (""
+// for its own).
+func (rr *recordRig) sendAnswer(c *http.Client, path string, i int, reading, behaviour string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	resp, err := c.Do(rr.request(ctx, path, i))
+	req := rr.request(ctx, path, i)
+	if behaviour != "" {
+		req.Header.Set(headerAnswer, behaviour)
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return // the outcome is the gateway's to record, not the client's
 	}
