@@ -135,6 +135,9 @@ func (r procRoot) verify(read func(string) ([]byte, error), id string, pid int, 
 	if !cgroupNames(string(cg), id) {
 		return notHere(pid, "is not in the cgroup of container "+shortID(id))
 	}
+	if created.IsZero() {
+		return notHere(pid, "cannot be dated against its container: the engine gave no creation time")
+	}
 	boot, err := r.boot()
 	if err != nil {
 		return notHere(pid, "has no known start time: "+err.Error())

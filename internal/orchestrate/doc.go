@@ -9,7 +9,9 @@
 // the engine is its addresses and routes (HostPrefixes), which a run's
 // subnets must not shadow, and, through dockerx, the containers' own
 // processes (readiness inside their network namespace, the workload's
-// end as the kernel reports it). This package never imports the Docker SDK,
+// end as the kernel reports it), each only once the engine has proven
+// it to be the container's on this host (dockerx.Engine.Process; without
+// the proof readiness is the engine's word). This package never imports the Docker SDK,
 // never reads flags or the environment, and never writes artifacts (the
 // caller does, through internal/runs).
 package orchestrate
