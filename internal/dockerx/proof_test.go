@@ -117,6 +117,10 @@ func TestProofWithFakeProc(t *testing.T) {
 			}
 		})
 	}
+	f.add(6000, init(v1))
+	if err := f.verify(testID, 6000, time.Time{}); !errors.Is(err, ErrNotOnThisHost) || !strings.Contains(err.Error(), "no creation time") {
+		t.Errorf("a container without a creation time: %v, want refused", err)
+	}
 	if err := f.verify(testID, 31337, created); !errors.Is(err, ErrNotOnThisHost) {
 		t.Errorf("a pid the fake /proc does not have: %v, want ErrNotOnThisHost", err)
 	}
