@@ -47,9 +47,9 @@ Capabilities: network (the egress gateway), mcp_client (the MCP sidecar; needs
 network), openai_agents (adds .openai.com and OpenAI's credential, OPENAI_API_KEY,
 held by the gateway; needs network), shell_access (lets the agent start processes).
 Without FILE or --spec, ./sandbox_spec.toml is used when present, else the built-in default;
-every command says which one it loaded. run, doctor and test-sandbox refuse (exit 6)
-a ./sandbox_spec.toml they found themselves that softens the sandbox beyond the
-built-in default until you trust its exact content: see spec trust --help.`,
+every command says which one it loaded. run, doctor, test-sandbox and mcp pin refuse
+(exit 6) a ./sandbox_spec.toml they found themselves that softens the sandbox beyond
+the built-in default until you trust its exact content: see spec trust --help.`,
 	}
 	cmd.AddCommand(newSpecCheckCmd(s), newSpecResolveCmd(s), newSpecDefaultCmd(s), newSpecTrustCmd(s), newSpecUntrustCmd(s))
 	return cmd

@@ -20,8 +20,8 @@ type trustOptions struct {
 	list bool // --list
 }
 
-const trustLong = `A sandbox_spec.toml found in the working directory (run, doctor and
-test-sandbox without --spec) is refused with exit 6 when it softens the sandbox
+const trustLong = `A sandbox_spec.toml found in the working directory (run, doctor,
+test-sandbox and mcp pin without --spec) is refused with exit 6 when it softens the sandbox
 beyond the built-in default (mcpsidecar spec default) and you have not trusted
 its exact content: a variable or credential read from the host (from_host,
 [[credentials]]), a capability the default lacks (shell_access),
