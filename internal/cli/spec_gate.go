@@ -98,13 +98,15 @@ func gateSpec(w io.Writer, g specGate) (chosenSpec, error) {
 	if err != nil {
 		return c, err
 	}
-	if c.implicit && len(soft) > 0 {
+	gated := c.implicit && len(soft) > 0
+	if gated {
 		if err := trustImplicit(w, c, soft, g); err != nil {
 			return c, err
 		}
 	}
 	if g.summary && c.path != "" && len(c.profile.Ledger) > 0 {
-		ledgerSummary(w, c, soft)
+		// Accepted for this invocation, the softenings were just listed.
+		ledgerSummary(w, c, soft, gated && (g.trustFlag || g.envHash != ""))
 	}
 	return c, nil
 }
@@ -215,8 +217,9 @@ func writeLedger(w io.Writer, soft, added []spec.Softening) {
 
 // ledgerSummary is what `run` says before it starts about a spec file
 // that softens the sandbox: how many ledger entries each capability
-// has, and every softening beyond the built-in default in full.
-func ledgerSummary(w io.Writer, c chosenSpec, soft []spec.Softening) {
+// has, and every softening beyond the built-in default in full (unless
+// listed just above).
+func ledgerSummary(w io.Writer, c chosenSpec, soft []spec.Softening, listedAbove bool) {
 	var order []string
 	count := map[string]int{}
 	for _, l := range c.profile.Ledger {
@@ -230,8 +233,12 @@ func ledgerSummary(w io.Writer, c chosenSpec, soft []spec.Softening) {
 		parts[i] = fmt.Sprintf("%s %d", name, count[name])
 	}
 	fmt.Fprintf(w, "softening ledger of %s: %s (every entry: mcpsidecar spec resolve %s)\n", c.name, strings.Join(parts, ", "), c.name)
-	if len(soft) == 0 {
+	switch {
+	case len(soft) == 0:
 		fmt.Fprintln(w, "  nothing beyond the built-in default")
+		return
+	case listedAbove:
+		fmt.Fprintf(w, "  beyond the built-in default: the %d listed above\n", len(soft))
 		return
 	}
 	fmt.Fprintln(w, "beyond the built-in default:")

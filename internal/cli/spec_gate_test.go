@@ -197,6 +197,10 @@ func TestTrustForOneInvocation(t *testing.T) {
 	if code != ExitUnavailable || !strings.Contains(errs, "accepted for this invocation by --trust-spec:\n  shell_access") {
 		t.Errorf("--trust-spec: exit %d, stderr:\n%s", code, errs)
 	}
+	code, _, errs = runCLI(t, "run", "--trust-spec", "--runs-dir", t.TempDir())
+	if code != ExitUnavailable || !strings.Contains(errs, "  beyond the built-in default: the 1 listed above\n") {
+		t.Errorf("run --trust-spec: exit %d, stderr:\n%s", code, errs)
+	}
 	t.Setenv(envTrustSpec, strings.ToUpper(hash))
 	code, _, errs = runCLI(t, "doctor", "--runs-dir", t.TempDir())
 	if code != ExitUnavailable || !strings.Contains(errs, "accepted for this invocation by "+envTrustSpec+" (its sha256):\n  shell_access") {
