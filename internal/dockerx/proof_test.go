@@ -290,3 +290,45 @@ func TestLocality(t *testing.T) {
 		t.Errorf("a socket this process serves: %+v, want local, served by process %d", l, os.Getpid())
 	}
 }
+
+// TestHeldProcessNetns: a held process's network namespace (here this
+// one's: the child shares it) is read for listening sockets and entered
+// for a connection, by its pidfd; without root, entering fails with a
+// permission error (readiness then falls back to the listening socket).
+func TestHeldProcessNetns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	cmd := startChild(t)
+	p, err := hostProc.hold(cmd.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if ok, err := p.Listening(port); !ok || err != nil {
+		t.Errorf("Listening(%d) = %v, %v, want true", port, ok, err)
+	}
+	conn, err := p.DialInNetns(context.Background(), ln.Addr().String())
+	switch {
+	case os.Geteuid() != 0:
+		if !errors.Is(err, os.ErrPermission) {
+			t.Errorf("DialInNetns without root = %v, want a permission error", err)
+		}
+	case err != nil:
+		t.Errorf("DialInNetns: %v", err)
+	default:
+		conn.Close()
+	}
+}
