@@ -56,11 +56,36 @@ func New() (*Client, error) {
 func (c *Client) Close() error { return c.api.Close() }
 
 // Locality says whether the daemon's process ids are this host's: its API
-// is a unix socket here whose daemon runs in this host's pid namespace.
-// Decided on the first call and kept for the client's life.
+// is a unix socket here whose server runs in this host's pid namespace,
+// and the daemon reports this host's kernel (a socket served here by a
+// proxy for a VM's or another machine's engine does not). Decided on the
+// first call and kept for the client's life.
 func (c *Client) Locality(ctx context.Context) Locality {
-	c.localOnce.Do(func() { c.local = localityOf(ctx, c.api.DaemonHost()) })
+	c.localOnce.Do(func() {
+		c.local = localityOf(ctx, c.api.DaemonHost())
+		if c.local.Local {
+			c.local = c.sameKernel(ctx, c.local)
+		}
+	})
 	return c.local
+}
+
+// sameKernel keeps l local only when the daemon reports the kernel this
+// host runs.
+func (c *Client) sameKernel(ctx context.Context, l Locality) Locality {
+	res, err := c.api.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		return Locality{Reason: fmt.Sprintf("asking the engine for its kernel: %v", err)}
+	}
+	here, err := kernelRelease()
+	if err != nil {
+		return Locality{Reason: err.Error()}
+	}
+	if got := res.Info.KernelVersion; got != here {
+		return Locality{Reason: fmt.Sprintf("the engine runs kernel %q, this host %q", got, here)}
+	}
+	l.Reason += ", on this host's kernel " + here
+	return l
 }
 
 // Process proves st.Pid is the running container id's process on this

@@ -476,6 +476,15 @@ func localityOf(ctx context.Context, host string) Locality {
 	return Locality{Local: true, Reason: fmt.Sprintf("%s is served by process %d in this host's pid namespace", path, pid)}
 }
 
+// kernelRelease is this host's kernel release (uname -r).
+func kernelRelease() (string, error) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return "", fmt.Errorf("reading this host's kernel release: %w", err)
+	}
+	return unix.ByteSliceToString(u.Release[:]), nil
+}
+
 // peerPid is the pid SO_PEERCRED gives for the server of the unix socket
 // at path.
 func peerPid(ctx context.Context, path string) (int, error) {

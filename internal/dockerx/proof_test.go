@@ -5,13 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
 )
 
 const (
@@ -330,5 +334,56 @@ func TestHeldProcessNetns(t *testing.T) {
 		t.Errorf("DialInNetns: %v", err)
 	default:
 		conn.Close()
+	}
+}
+
+// TestClientLocality: a socket served in this pid namespace is local only
+// when the engine behind it reports this host's kernel (a proxy for a
+// VM's engine, as Docker Desktop's, does not); the decision is made once.
+func TestClientLocality(t *testing.T) {
+	here, err := kernelRelease()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		kernel string
+		local  bool
+		reason string
+	}{
+		{here, true, "on this host's kernel " + here},
+		{"6.10.14-linuxkit", false, `the engine runs kernel "6.10.14-linuxkit"`},
+	} {
+		t.Run(tt.kernel, func(t *testing.T) {
+			sock := filepath.Join(t.TempDir(), "engine.sock")
+			ln, err := net.Listen("unix", sock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var infos atomic.Int32
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if strings.HasSuffix(r.URL.Path, "/info") {
+					infos.Add(1)
+					fmt.Fprintf(w, `{"KernelVersion": %q}`, tt.kernel)
+					return
+				}
+				w.Header().Set("Api-Version", "1.41")
+				w.Write([]byte("OK"))
+			})}
+			go srv.Serve(ln)
+			defer srv.Close()
+			api, err := client.New(client.WithHost("unix://" + sock))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := &Client{api: api}
+			defer c.Close()
+			l := c.Locality(context.Background())
+			if l.Local != tt.local || !strings.Contains(l.Reason, tt.reason) {
+				t.Errorf("Locality = %+v, want local=%v with %q", l, tt.local, tt.reason)
+			}
+			if again := c.Locality(context.Background()); again != l || infos.Load() != 1 {
+				t.Errorf("decided again (%+v, %d info calls), want once", again, infos.Load())
+			}
+		})
 	}
 }
