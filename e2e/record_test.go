@@ -22,6 +22,11 @@ func TestAgentRecordOverTLS(t *testing.T) {
 	NeedDocker(t)
 	s := agPrepare(t)
 	s.modelTLS = true
+	// Each answer is sent whole with its Content-Length, and its HTTP/2
+	// stream ends 300 ms later: the agent has its answer and hangs up
+	// while the gateway still waits for the stream's end (before issue
+	// 26, the line of every such request was lost).
+	s.modelArgs = []string{"--linger", "300ms"}
 	// task: three chat requests, the agent's model client on its own
 	// connections; flaky: the first answered 500 and retried, both
 	// attempts on the record.

@@ -31,6 +31,10 @@ func loadInjection(getenv func(string) string, unsetenv func(string) error) (*eg
 			Host: r.Host, Port: r.Port, Scheme: r.Scheme, Header: r.Header, Format: r.Format,
 			Value: getenv(r.FromEnv), Source: r.FromEnv,
 		})
+	}
+	// Unset only once every route has read its value: two credentials
+	// may name the same variable (red team, issue 26).
+	for _, r := range routes {
 		unsetenv(r.FromEnv)
 	}
 	unsetenv(spec.EnvCredentialPlaceholder)

@@ -65,3 +65,26 @@ func TestLoadInjectionRefusesGarbage(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadInjectionSharedVariable: two credentials that name the same
+// variable both get its value (it is unset only once every route has read
+// it; red team, issue 26).
+func TestLoadInjectionSharedVariable(t *testing.T) {
+	env := map[string]string{
+		spec.EnvGatewayCredentials: `[{"host":"a.example","scheme":"https","header":"Authorization","format":"Bearer {value}","from_env":"K"},` +
+			`{"host":"b.example","scheme":"https","header":"X-Key","format":"{value}","from_env":"K"}]`,
+		spec.EnvCredentialPlaceholder: "mcpsidecar-placeholder-0123456789abcdef", "K": "shared-secret-value",
+	}
+	in, err := loadInjection(func(k string) string { return env[k] }, func(k string) error { delete(env, k); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range in.Credentials {
+		if c.Value != "shared-secret-value" {
+			t.Errorf("credential for %s has value %q, want the shared one", c.Host, c.Value)
+		}
+	}
+	if _, left := env["K"]; left {
+		t.Error("the variable is still set")
+	}
+}

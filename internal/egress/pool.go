@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -98,12 +99,30 @@ func (p *upstreamPool) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, ErrLogFull // the last check before a byte goes upstream (full.go)
 	}
 	tr := p.transport(st.key(req.URL.Scheme), st.target)
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if ap, err := netip.ParseAddrPort(info.Conn.RemoteAddr().String()); err == nil {
-			st.dialed = ap.Addr().Unmap()
-		}
-	}}
-	resp, err := tr.RoundTrip(req.WithContext(httptrace.WithClientTrace(req.Context(), trace)))
+	ctx, cancel := context.WithCancelCause(req.Context()) // ends with the request's context at the latest
+	var attempts, wrote atomic.Int32
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if ap, err := netip.ParseAddrPort(info.Conn.RemoteAddr().String()); err == nil {
+				st.dialed = ap.Addr().Unmap()
+			}
+		},
+		// The transport retries a replayable request by itself (HTTP/1:
+		// a kept connection closed after the request was read; HTTP/2: a
+		// refused stream), unseen by the handler: one decision line, many
+		// deliveries of the request and its credential (red team, issue
+		// 26). A retry is allowed only while nothing was written upstream.
+		GetConn: func(string) {
+			if attempts.Add(1) > 1 && wrote.Load() > 0 {
+				cancel(errRetryRefused)
+			}
+		},
+		WroteHeaders: func() { wrote.Add(1) },
+	}
+	resp, err := tr.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
+	if err != nil && errors.Is(context.Cause(ctx), errRetryRefused) {
+		err = errRetryRefused
+	}
 	if !st.dialed.IsValid() {
 		st.dialed = st.target.addrs[0]
 	}
@@ -112,6 +131,10 @@ func (p *upstreamPool) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	return resp, err
 }
+
+// errRetryRefused is the error of a request the upstream received and then
+// failed without an answer: the gateway does not send it again.
+var errRetryRefused = errors.New("the upstream took the request and answered nothing; it is not sent again (one request, one delivery)")
 
 // watchedBody notes in the request's state the first error reading the
 // upstream's answer other than its end: ReverseProxy does not return it,

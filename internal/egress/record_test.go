@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -379,5 +380,68 @@ func waitFor(t testing.TB, cond func() bool) {
 			t.Fatal("timed out waiting")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestNoSilentRetry: the upstream reads a request on a kept connection
+// and closes it without an answer. Go's transport would send the request
+// again on a new connection, unseen by the handler: one line, two
+// deliveries (red team, issue 26). The gateway sends it once, answers
+// 502, and the line says why.
+func TestNoSilentRetry(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	seen := map[string]int{}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				br := bufio.NewReader(c)
+				for n := 0; ; n++ {
+					req, err := http.ReadRequest(br)
+					if err != nil {
+						return
+					}
+					mu.Lock()
+					seen[req.URL.Path]++
+					mu.Unlock()
+					if n > 0 { // the second request on a connection: read, no answer
+						return
+					}
+					io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+				}
+			}()
+		}
+	}()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	h := startGateway(t, testConfig(true, port), newResolver(map[string]string{"up.allowed.test": "127.0.0.1"}), true)
+	client := proxyClient(h, nil)
+	for i, path := range []string{"/first", "/second"} {
+		resp, err := client.Get(fmt.Sprintf("http://up.allowed.test:%d%s", port, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if want := []int{200, 502}[i]; resp.StatusCode != want {
+			t.Errorf("%s: status %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	mu.Lock()
+	n := seen["/second"]
+	mu.Unlock()
+	if n != 1 {
+		t.Errorf("the upstream received /second %d times, want once", n)
+	}
+	if d := h.waitDecisions(2)[1]; d.Decision != Allow || !strings.Contains(d.Error, "not sent again") {
+		t.Errorf("decision %+v, want allow with the refused retry in its error", d)
 	}
 }
