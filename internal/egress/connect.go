@@ -34,6 +34,9 @@ func (g *Gateway) serveConnect(w http.ResponseWriter, r *http.Request, d *Decisi
 		return
 	}
 	t, dn := g.authorize(r.Context(), d, true, host, port)
+	if dn == nil {
+		dn = carriedDenial(g.held, r, d)
+	}
 	if dn != nil {
 		g.refuse(w, d, dn)
 		return

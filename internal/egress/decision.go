@@ -36,6 +36,7 @@ const (
 	FieldCredential    = "credential"
 	FieldScope         = "scope"
 	FieldLogFull       = "log_full"
+	FieldHeldValue     = "held_value"
 )
 
 // Values of [Decision.Decision].
@@ -72,6 +73,12 @@ type Decision struct {
 	// Scope is who the request was judged for ([Scope.String]: "agent",
 	// "sidecar/docs/search"), when the gateway has a scope table.
 	Scope string `json:"scope,omitempty"`
+	// HeldValue says where a held credential value was seen, when
+	// Credential is [CredentialReflected] or [CredentialCarried]: whose
+	// value (its variable's name), in which form and where ("the value of
+	// OPENAI_API_KEY (as is) in the answer header X-Echo-Auth"); never
+	// the value.
+	HeldValue string `json:"held_value,omitempty"`
 	// LogFull marks the decision log's last line, written once when a
 	// line would pass the log's byte budget or a write failed
 	// ([ErrLogFull]): no line follows, and the gateway refused every

@@ -15,7 +15,7 @@ import (
 // TestDecisionFieldNames keeps the struct tags and the exported field-name
 // constants (the documented contract) in step.
 func TestDecisionFieldNames(t *testing.T) {
-	b, err := json.Marshal(Decision{Error: "x", Credential: CredentialInjected, Scope: "agent", LogFull: true})
+	b, err := json.Marshal(Decision{Error: "x", Credential: CredentialInjected, Scope: "agent", LogFull: true, Path: "/", HeldValue: "x"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestDecisionFieldNames(t *testing.T) {
 		got = append(got, k)
 	}
 	want := []string{FieldTime, FieldRunID, FieldClient, FieldMethod, FieldHost, FieldPort, FieldResolvedIP, FieldDecision,
-		FieldRule, FieldReason, FieldBytesUp, FieldBytesDown, FieldDurationMS, FieldCorrelationID, FieldError, FieldCredential, FieldScope, FieldLogFull}
+		FieldRule, FieldReason, FieldBytesUp, FieldBytesDown, FieldDurationMS, FieldCorrelationID, FieldError, FieldCredential, FieldScope, FieldLogFull, FieldPath, FieldHeldValue}
 	slices.Sort(got)
 	slices.Sort(want)
 	if diff := cmp.Diff(want, got); diff != "" {

@@ -27,6 +27,21 @@ type forwardState struct {
 	// bodyErr is the first error reading the upstream's answer body
 	// other than its end (pool.go).
 	bodyErr error
+	// carried and reflected are where a held value was seen in the
+	// request (which was then cut off) or in the answer (scrubbed).
+	carried, reflected *heldSeen
+}
+
+func (st *forwardState) noteCarried(s heldSeen) {
+	if st.carried == nil {
+		st.carried = &s
+	}
+}
+
+func (st *forwardState) noteReflected(s heldSeen) {
+	if st.reflected == nil {
+		st.reflected = &s
+	}
 }
 
 type forwardKey struct{}
@@ -110,7 +125,7 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decisi
 	body := &countingReader{r: r.Body}
 	r2 := r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
-		r2.Body = body
+		r2.Body = g.searchBody(body, g.held, st)
 	}
 	cw := &countingWriter{ResponseWriter: w}
 	if mustClose(r) {
@@ -139,6 +154,14 @@ func (g *Gateway) finishForward(ctx context.Context, d *Decision, st *forwardSta
 	d.Error = forwardErr(ctx, st.err)
 	if p != nil && st.err == nil {
 		d.Error = cutOffError(ctx, st, down)
+	}
+	switch {
+	case st.carried != nil:
+		d.Decision, d.Credential, d.HeldValue = Deny, CredentialCarried, st.carried.String()
+		d.Reason = "the request carries a held credential value, to a host that is not the value's own: cut off before the value was sent"
+		d.Error = ""
+	case st.reflected != nil:
+		d.Credential, d.HeldValue = CredentialReflected, st.reflected.String()+" of the answer, scrubbed before the client read it"
 	}
 	g.record(d)
 	if p != nil {
@@ -203,6 +226,9 @@ func (g *Gateway) checkForward(r *http.Request, d *Decision) (*target, *denial) 
 	}
 	if g.carriesPlaceholder(r) {
 		return nil, deny(http.StatusForbidden, "the request carries the run's credential placeholder, which is sent only to the credential listener and from there only to the credential's own host")
+	}
+	if dn := carriedDenial(g.held, r, d); dn != nil {
+		return nil, dn
 	}
 	if r.Method == http.MethodTrace || r.Method == "TRACK" {
 		return nil, deny(http.StatusMethodNotAllowed, "method %s is refused: it makes the upstream echo the request back", r.Method)
@@ -324,4 +350,28 @@ func loggedPath(path, rawQuery string) string {
 		path += "?" + strings.Join(parts, "&")
 	}
 	return truncate(path, 1024)
+}
+
+// searchBody wraps a request body so that a held value in it cuts the
+// request off before the value is sent (held.go); body itself when h is
+// nil.
+func (g *Gateway) searchBody(body io.ReadCloser, h *heldSearch, st *forwardState) io.ReadCloser {
+	if h == nil {
+		return body
+	}
+	return &heldReader{r: body, h: h, where: "request body", seen: st.noteCarried}
+}
+
+// carriedDenial refuses a request whose request line or headers carry a
+// value of h, noting where on d.
+func carriedDenial(h *heldSearch, r *http.Request, d *Decision) *denial {
+	if h == nil {
+		return nil
+	}
+	seen, ok := h.carriedInRequest(r)
+	if !ok {
+		return nil
+	}
+	d.Credential, d.HeldValue = CredentialCarried, seen.String()
+	return deny(http.StatusForbidden, "the request carries a held credential value (%s), to a host that is not the value's own: refused", seen.where)
 }

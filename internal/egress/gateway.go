@@ -75,7 +75,10 @@ type Gateway struct {
 	// an [Injection].
 	inject    *Injection
 	injectSrv *http.Server
-	scopes    *Scoper
+	// held searches the proxy port's requests for every held value
+	// (held.go); nil without credentials.
+	held   *heldSearch
+	scopes *Scoper
 	// dial connects to one checked address; tests replace it so that no
 	// packet leaves the machine.
 	dial func(ctx context.Context, network, addr string) (net.Conn, error)
@@ -150,6 +153,7 @@ func New(opts Options) (*Gateway, error) {
 			return nil, err
 		}
 		g.inject = &in
+		g.held = newHeldSearch(credentialRefs(in.Credentials, nil))
 	}
 	g.srv = &http.Server{
 		Handler:           g,
@@ -223,10 +227,16 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	g.stopAll(errStopped)
-	err := g.srv.Shutdown(ctx)
+	// Both listeners stop accepting at once: a silent connection on one
+	// must not keep the other open for the whole wait (red team, issue 26).
+	var ierr error
+	var iwg sync.WaitGroup
 	if g.injectSrv != nil {
-		err = errors.Join(err, g.injectSrv.Shutdown(ctx))
+		iwg.Go(func() { ierr = g.injectSrv.Shutdown(ctx) })
 	}
+	err := g.srv.Shutdown(ctx)
+	iwg.Wait()
+	err = errors.Join(err, ierr)
 	g.fwdPool.close()
 	if g.injectPool != nil {
 		g.injectPool.close()
@@ -425,4 +435,15 @@ func truncate(s string, n int) string {
 		return s[:n]
 	}
 	return s
+}
+
+// credentialRefs are pointers to every credential of cs but except.
+func credentialRefs(cs []Credential, except *Credential) []*Credential {
+	var out []*Credential
+	for i := range cs {
+		if &cs[i] != except {
+			out = append(out, &cs[i])
+		}
+	}
+	return out
 }

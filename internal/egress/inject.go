@@ -123,15 +123,21 @@ func (g *Gateway) newInjector(in *Injection) *http.Server {
 		tr.ForceAttemptHTTP2 = true
 		return tr
 	})
-	rp := &httputil.ReverseProxy{
-		Rewrite:       rewriteInject,
-		Transport:     g.injectPool,
-		BufferPool:    responseBuffers,
-		ErrorHandler:  g.forwardError,
-		FlushInterval: -1,
+	ij := &injector{g: g, in: in, answers: newHeldSearch(credentialRefs(in.Credentials, nil)), others: map[*Credential]*heldSearch{}}
+	for i := range in.Credentials {
+		c := &in.Credentials[i]
+		ij.others[c] = newHeldSearch(credentialRefs(in.Credentials, c))
+	}
+	ij.rp = &httputil.ReverseProxy{
+		Rewrite:        rewriteInject,
+		Transport:      g.injectPool,
+		BufferPool:     responseBuffers,
+		ErrorHandler:   g.forwardError,
+		FlushInterval:  -1,
+		ModifyResponse: ij.searchAnswer,
 	}
 	return &http.Server{
-		Handler:           &injector{g: g, in: in, rp: rp},
+		Handler:           ij,
 		MaxHeaderBytes:    g.limits.MaxHeaderBytes,
 		ReadHeaderTimeout: g.limits.ReadHeaderTimeout,
 		IdleTimeout:       g.limits.IdleTimeout,
@@ -146,6 +152,11 @@ type injector struct {
 	g  *Gateway
 	in *Injection
 	rp *httputil.ReverseProxy
+	// answers searches every answer for every held value; others, per
+	// credential, searches its requests for the other credentials'
+	// values (held.go). Either is nil when there is nothing to search.
+	answers *heldSearch
+	others  map[*Credential]*heldSearch
 }
 
 // injectState is one request's route through the proxy's Rewrite.
@@ -213,6 +224,9 @@ func (ij *injector) check(r *http.Request, d *Decision) (*injectState, *denial) 
 	}
 	if up := upgradeRequested(r.Header); up != "" {
 		return st, deny(http.StatusForbidden, "protocol upgrade %q is refused on the credential listener", truncate(up, 64))
+	}
+	if dn := carriedDenial(ij.others[cred], r, d); dn != nil {
+		return st, dn
 	}
 	t, dn := ij.g.authorize(r.Context(), d, cred.Scheme == "https", cred.Host, strconv.Itoa(int(cred.port())))
 	if dn != nil {
@@ -307,7 +321,7 @@ func (ij *injector) forward(w http.ResponseWriter, r *http.Request, d *Decision,
 	body := &countingReader{r: r.Body}
 	r2 := r.WithContext(ctx)
 	if r.Body != nil && r.Body != http.NoBody {
-		r2.Body = body
+		r2.Body = g.searchBody(body, ij.others[st.cred], &st.forwardState)
 	}
 	cw := &countingWriter{ResponseWriter: w}
 	d.Decision = Allow
@@ -333,6 +347,35 @@ func rewriteInject(pr *httputil.ProxyRequest) {
 		}
 	}
 	pr.Out.Header.Set(st.cred.Header, st.cred.format(st.cred.Value))
+	// An answer is searched for held values as it streams: it must come
+	// as the upstream wrote it, not compressed (searchAnswer).
+	pr.Out.Header.Set("Accept-Encoding", "identity")
+}
+
+// searchAnswer scrubs every held value from the answer's headers and, as
+// it streams, from its body and trailers, before the client reads them
+// (held.go): the threat is an upstream that reflects the injected
+// credential back to the workload. An answer in an encoding the search
+// cannot read (the upstream ignored "Accept-Encoding: identity") is
+// refused.
+func (ij *injector) searchAnswer(res *http.Response) error {
+	st, _ := res.Request.Context().Value(injectKey{}).(*injectState)
+	if st == nil || ij.answers == nil {
+		return nil
+	}
+	if ce := res.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		return fmt.Errorf("the answer is encoded (Content-Encoding %q), so it cannot be searched for held credential values: refused", truncate(ce, 64))
+	}
+	if seen, ok := ij.answers.scrubHeader(res.Header, "answer header"); ok {
+		st.noteReflected(seen)
+	}
+	res.Body = &heldReader{r: res.Body, h: ij.answers, scrub: true, where: "answer body", seen: st.noteReflected,
+		atEnd: func() {
+			if seen, ok := ij.answers.scrubHeader(res.Trailer, "answer trailer"); ok {
+				st.noteReflected(seen)
+			}
+		}}
+	return nil
 }
 
 // ServeCredentials serves the credential listener on ln until

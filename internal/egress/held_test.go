@@ -1,0 +1,230 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"testing/iotest"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
+)
+
+// echoUpstream answers every request with its headers and body echoed:
+// the header X-Echo-Auth holds the Authorization header it received, and
+// the body holds every header line and then the request's body, written
+// in chunks of chunk bytes (flushed), so values cross read boundaries.
+func echoUpstream(t *testing.T, chunk int) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var b bytes.Buffer
+		for k, vs := range r.Header {
+			fmt.Fprintf(&b, "%s: %s\n", k, strings.Join(vs, ", "))
+		}
+		io.Copy(&b, r.Body)
+		w.Header().Set("X-Echo-Auth", r.Header.Get("Authorization"))
+		w.Header().Set("X-Echo-Auth-B64", base64.StdEncoding.EncodeToString([]byte("Authorization: "+r.Header.Get("Authorization"))))
+		data := b.Bytes()
+		for len(data) > 0 {
+			n := min(chunk, len(data))
+			w.Write(data[:n])
+			w.(http.Flusher).Flush()
+			data = data[n:]
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestReflectedValueScrubbed: an upstream that echoes the request hands
+// the injected key back; the client reads none of it, in the headers or
+// in the body however the body is cut into reads, and the line says
+// reflected and where.
+func TestReflectedValueScrubbed(t *testing.T) {
+	for _, chunk := range []int{1, 3, 7, 4096} {
+		t.Run(fmt.Sprintf("chunks of %d", chunk), func(t *testing.T) {
+			srv := echoUpstream(t, chunk)
+			h := startInjector(t, srv, true, "https")
+			resp, body := h.send("/"+h.authority(srv)+"/v1/echo", http.Header{"Authorization": {"Bearer " + testPlaceholder}})
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("status %d %q", resp.StatusCode, body)
+			}
+			all := body
+			for k, vs := range resp.Header {
+				all += k + ": " + strings.Join(vs, ", ") + "\n"
+			}
+			for _, f := range valueForms(testSecret) {
+				if strings.Contains(all, f.b) {
+					t.Errorf("the answer holds the held value (%s): %q", f.form, all)
+				}
+			}
+			if !strings.Contains(resp.Header.Get("X-Echo-Auth"), "Bearer ****") || !strings.Contains(body, "Bearer ****") {
+				t.Errorf("want the value scrubbed in place: header %q, body %q", resp.Header.Get("X-Echo-Auth"), body)
+			}
+			d := h.waitDecisions(1)[0]
+			if d.Decision != Allow || d.Credential != CredentialReflected || !strings.Contains(d.HeldValue, "OPENAI_API_KEY") || !strings.Contains(d.HeldValue, "answer header") {
+				t.Errorf("decision %+v, want allow, credential reflected, where", d)
+			}
+			if strings.Contains(h.log.String(), testSecret) {
+				t.Error("the decision log holds the value")
+			}
+		})
+	}
+}
+
+// TestCarriedValueRefused: a workload that has learned the value sends it
+// through the proxy port to another allowed host, in every place and
+// encoding a plain-HTTP request can carry it: refused, with a line saying
+// carried and where, and nothing with the value reaches the upstream. The
+// negative control: the same requests pass when the gateway holds no such
+// value.
+func TestCarriedValueRefused(t *testing.T) {
+	auth := base64.StdEncoding.EncodeToString([]byte("Authorization: Bearer " + testSecret))
+	every := ""
+	for i := 0; i < len(testSecret); i++ {
+		every += fmt.Sprintf("%%%02x", testSecret[i])
+	}
+	cases := []struct {
+		name, target string
+		header       http.Header
+		body         string
+	}{
+		{"header", "/x", http.Header{"X-Key": {testSecret}}, ""},
+		{"query", "/x?k=" + url.QueryEscape(testSecret), nil, ""},
+		{"query, every byte escaped", "/x?k=" + every, nil, ""},
+		{"path", "/x/" + url.PathEscape(testSecret), nil, ""},
+		{"body", "/x", nil, `{"k":"` + testSecret + `"}`},
+		{"body, percent-encoded", "/x", nil, "k=" + url.QueryEscape(testSecret)},
+		{"body, base64 of the Authorization header", "/x", nil, auth},
+		{"body, far in", "/x", nil, strings.Repeat("a", 100000) + testSecret},
+		{"header, base64 (URL alphabet)", "/x", http.Header{"X-B": {base64.URLEncoding.EncodeToString([]byte("xx" + testSecret))}}, ""},
+	}
+	for _, held := range []bool{true, false} {
+		t.Run(fmt.Sprintf("held=%v", held), func(t *testing.T) {
+			var mu sync.Mutex
+			var received []string
+			up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				mu.Lock()
+				received = append(received, r.RequestURI+"\n"+fmt.Sprint(r.Header)+"\n"+string(b))
+				mu.Unlock()
+			}))
+			t.Cleanup(up.Close)
+			value := testSecret
+			if !held {
+				value = "another-secret-value"
+			}
+			h := startCarryRig(t, serverPort(up), value)
+			for i, tc := range cases {
+				req, _ := http.NewRequest(http.MethodPost, fmt.Sprintf("http://example.com:%d%s", serverPort(up), tc.target), strings.NewReader(tc.body))
+				for k, vs := range tc.header {
+					req.Header[k] = vs
+				}
+				resp, err := proxyClient(h, nil).Do(req)
+				if err != nil {
+					t.Fatalf("%s: %v", tc.name, err)
+				}
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				d := h.waitDecisions(i + 1)[i]
+				switch {
+				case !held && (d.Decision != Allow || resp.StatusCode != http.StatusOK):
+					t.Errorf("%s, value not held: status %d, decision %+v, want it through", tc.name, resp.StatusCode, d)
+				case held && (d.Decision != Deny || d.Credential != CredentialCarried || !strings.Contains(d.HeldValue, "OPENAI_API_KEY") || resp.StatusCode < 400):
+					t.Errorf("%s: status %d, decision %+v, want refused, credential carried", tc.name, resp.StatusCode, d)
+				}
+			}
+			h.g.Shutdown(context.Background())
+			mu.Lock()
+			defer mu.Unlock()
+			if !held && len(received) != len(cases) {
+				t.Errorf("value not held: the upstream received %d requests, want %d", len(received), len(cases))
+			}
+			for _, seen := range received {
+				for _, f := range valueForms(testSecret) {
+					if held && strings.Contains(seen, f.b) {
+						t.Errorf("the upstream received the value (%s): %.200q", f.form, seen)
+					}
+				}
+			}
+		})
+	}
+}
+
+// startCarryRig is a gateway holding one credential (value v, for a host
+// the test never calls) whose proxy port allows example.com:port.
+func startCarryRig(t *testing.T, port uint16, v string) *harness {
+	t.Helper()
+	cfg := netpolicy.NewConfig([]string{"example.com"}, []string{"127.0.0.1/32"})
+	cfg.HTTPPorts = append(cfg.HTTPPorts, port)
+	in := &Injection{Placeholder: testPlaceholder, Credentials: []Credential{{
+		Host: "api.held.test", Scheme: "https", Header: "Authorization", Format: "Bearer {value}", Value: v, Source: "OPENAI_API_KEY",
+	}}}
+	return startGateway(t, cfg, newResolver(map[string]string{"example.com": "127.0.0.1"}), true, func(o *Options) { o.Injection = in })
+}
+
+// TestHeldReaderSplits: a value split across reads at every position is
+// found, and no byte of it is passed on before it is.
+func TestHeldReaderSplits(t *testing.T) {
+	h := newHeldSearch([]*Credential{{Value: testSecret, Source: "K"}})
+	text := "before " + testSecret + " after " + testSecret
+	for _, scrub := range []bool{true, false} {
+		for cut := 1; cut < len(text); cut++ {
+			var seen []heldSeen
+			hr := &heldReader{r: io.MultiReader(strings.NewReader(text[:cut]), strings.NewReader(text[cut:])), h: h, scrub: scrub, where: "body",
+				seen: func(s heldSeen) { seen = append(seen, s) }}
+			out, err := io.ReadAll(iotest.OneByteReader(hr))
+			if strings.Contains(string(out), testSecret[:len(testSecret)-1]) {
+				t.Fatalf("scrub %v, cut %d: passed on %q", scrub, cut, out)
+			}
+			if len(seen) == 0 {
+				t.Fatalf("scrub %v, cut %d: not seen", scrub, cut)
+			}
+			if scrub && (err != nil || string(out) != "before "+strings.Repeat("*", len(testSecret))+" after "+strings.Repeat("*", len(testSecret))) {
+				t.Fatalf("scrub, cut %d: %q, %v", cut, out, err)
+			}
+			if !scrub && err != errCarried {
+				t.Fatalf("refuse, cut %d: err %v, want errCarried", cut, err)
+			}
+		}
+	}
+}
+
+// TestHeldReaderNoHoldOnEvents: a streamed event that cannot begin a value
+// is passed on at once (an SSE answer is not delayed by the search).
+func TestHeldReaderNoHoldOnEvents(t *testing.T) {
+	h := newHeldSearch([]*Credential{{Value: testSecret, Source: "K"}})
+	pr, pw := io.Pipe()
+	hr := &heldReader{r: pr, h: h, scrub: true, seen: func(heldSeen) {}}
+	go pw.Write([]byte("data: {\"delta\":1}\n\n"))
+	buf := make([]byte, 64)
+	n, err := hr.Read(buf)
+	if err != nil || string(buf[:n]) != "data: {\"delta\":1}\n\n" {
+		t.Errorf("got %q, %v: want the whole event at once", buf[:n], err)
+	}
+	pw.Close()
+}
+
+// TestBase64Cores: the value is found inside the base64 of any text that
+// holds it, at every alignment.
+func TestBase64Cores(t *testing.T) {
+	h := newHeldSearch([]*Credential{{Value: testSecret, Source: "K"}})
+	for pre := range 6 {
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
+			s := enc.EncodeToString([]byte(strings.Repeat("p", pre) + testSecret + "suffix"))
+			if _, ok := h.findString(s); !ok {
+				t.Errorf("prefix %d: %q not found", pre, s)
+			}
+		}
+	}
+	if _, ok := h.findString(base64.StdEncoding.EncodeToString([]byte("an ordinary text without it"))); ok {
+		t.Error("found in a text without it")
+	}
+}
