@@ -253,6 +253,9 @@ func (j *job) teardownChecks() []runs.Check {
 	out = append(out, fromAgentCheck(verdict.LogsNotFull(j.dir.Path)))
 	if j.planned(orchestrate.RoleGateway) {
 		out = append(out, fromAgentCheck(verdict.RecordJoined(j.dir.Path, j.recordSources())))
+		if !j.o.squid() { // Squid holds no credential and searches nothing
+			out = append(out, fromAgentCheck(verdict.HeldValues(j.dir.Path)))
+		}
 	}
 	return out
 }

@@ -187,3 +187,52 @@ type upstreamAuditLine struct {
 func isLearnTool(name string) bool {
 	return slices.ContainsFunc(learn.Tools(), func(t learn.Tool) bool { return t.Name == name })
 }
+
+// CheckHeldValues is the check that no held credential value was seen
+// where it does not belong.
+const CheckHeldValues = "credentials: no held value reflected or carried"
+
+// heldLine is the part of a decision line this check needs.
+type heldLine struct {
+	Host       string `json:"host"`
+	Port       int    `json:"port"`
+	Credential string `json:"credential"`
+	HeldValue  string `json:"held_value"`
+}
+
+// Decision-line values of egress.Decision.Credential (egress held.go).
+const (
+	credentialReflected = "reflected"
+	credentialCarried   = "carried"
+)
+
+// HeldValues fails the run when the gateway saw a held credential value
+// in an answer (scrubbed before the workload read it: an upstream
+// reflects the key) or in a request to a host that is not the value's own
+// (refused: the workload had learned a value). Either way the run did not
+// keep the key where the spec put it, and the detail names the host and
+// where the value was seen, never the value (issue 27). A decision log
+// that cannot be read fails the check.
+func HeldValues(runDir string) agent.Check {
+	c := agent.Check{Name: CheckHeldValues}
+	lines, err := readLines[heldLine](filepath.Join(runDir, runs.FileDecisions))
+	if err != nil {
+		c.Detail = "the decision log cannot be read: " + err.Error()
+		return c
+	}
+	var seen []string
+	for _, l := range lines {
+		switch l.Credential {
+		case credentialReflected:
+			seen = append(seen, fmt.Sprintf("%s:%d reflected %s", l.Host, l.Port, l.HeldValue))
+		case credentialCarried:
+			seen = append(seen, fmt.Sprintf("a request to %s:%d carried %s (refused)", l.Host, l.Port, l.HeldValue))
+		}
+	}
+	if len(seen) > 0 {
+		c.Detail = fmt.Sprintf("%d requests: %s", len(seen), strings.Join(seen[:min(len(seen), maxIDsInDetail)], "; "))
+		return c
+	}
+	c.OK, c.Detail = true, fmt.Sprintf("%d decision lines, no held value seen in an answer or in a request to another host", len(lines))
+	return c
+}

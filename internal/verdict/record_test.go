@@ -138,3 +138,35 @@ func TestRecordJoinedNoLog(t *testing.T) {
 		t.Errorf("check %+v, want a failure naming the missing log", c)
 	}
 }
+
+// TestHeldValues: a line that says a held value was reflected or carried
+// fails the run, naming the host and where; none passes.
+func TestHeldValues(t *testing.T) {
+	write := func(ds ...egress.Decision) string {
+		dir := t.TempDir()
+		var b bytes.Buffer
+		log := egress.NewDecisionLog(&b)
+		for _, d := range ds {
+			log.Record(d)
+		}
+		os.WriteFile(filepath.Join(dir, runs.FileDecisions), b.Bytes(), 0o600)
+		return dir
+	}
+	ok := egress.Decision{Method: "POST", Host: "api.example", Port: 443, Decision: egress.Allow, Credential: egress.CredentialInjected}
+	reflected := ok
+	reflected.Credential, reflected.HeldValue = egress.CredentialReflected, "the value of OPENAI_API_KEY (as is) in the answer header X-Echo-Auth"
+	carried := egress.Decision{Method: "GET", Host: "other.example", Port: 80, Decision: egress.Deny, Credential: egress.CredentialCarried,
+		HeldValue: "the value of OPENAI_API_KEY (base64) in the request body"}
+	if c := HeldValues(write(ok, ok)); !c.OK {
+		t.Errorf("clean log: %+v", c)
+	}
+	if c := HeldValues(write(ok, reflected)); c.OK || !strings.Contains(c.Detail, "api.example:443 reflected the value of OPENAI_API_KEY (as is) in the answer header X-Echo-Auth") {
+		t.Errorf("reflected: %+v", c)
+	}
+	if c := HeldValues(write(carried)); c.OK || !strings.Contains(c.Detail, "a request to other.example:80 carried the value of OPENAI_API_KEY (base64) in the request body") {
+		t.Errorf("carried: %+v", c)
+	}
+	if c := HeldValues(t.TempDir()); c.OK {
+		t.Errorf("no log: %+v", c)
+	}
+}
