@@ -3,19 +3,13 @@
 package e2e
 
 import (
-	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 )
 
 // TestRedteamCredentialTraceReflectsKey: the credential listener forwards
@@ -51,39 +45,9 @@ func TestRedteamCredentialTraceReflectsKey(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	upPort := up.Addr().(*net.TCPAddr).Port
 
-	dir := t.TempDir()
-	policy := fmt.Sprintf(`{"schema":"mcpsidecar.gateway-policy/v1","allowed_domains":[],"allowed_ip_addresses":["127.0.0.1/32"],"http_ports":[%d],"connect_ports":[%d]}`, upPort, upPort)
-	if err := os.WriteFile(filepath.Join(dir, "policy.json"), []byte(policy), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ph := make([]byte, 24)
-	rand.Read(ph)
-	placeholder := "mcpsidecar-placeholder-" + hex.EncodeToString(ph)
 	const key = "sk-redteam-trace-0123456789abcdef0123456789"
-	listen, cred := redteamFreeAddr(t), redteamFreeAddr(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	gw := exec.CommandContext(ctx, bin, "gateway", "--policy", filepath.Join(dir, "policy.json"), "--listen", listen,
-		"--credential-listen", cred, "--decision-log", filepath.Join(dir, "decisions.jsonl"))
-	gw.Env = append(os.Environ(),
-		fmt.Sprintf(`MCPSIDECAR_GATEWAY_CREDENTIALS=[{"host":"127.0.0.1","port":%d,"scheme":"http","header":"Authorization","format":"Bearer {value}","from_env":"REDTEAM_KEY"}]`, upPort),
-		"REDTEAM_KEY="+key, "MCPSIDECAR_CREDENTIAL_PLACEHOLDER="+placeholder)
-	gw.Stderr = os.Stderr
-	if err := gw.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cancel(); gw.Wait() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if r, err := http.Get("http://" + cred + "/healthz"); err == nil {
-			r.Body.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("credential listener not ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	gw := startHostGateway(t, bin, key, upPort, upPort)
+	cred, placeholder := gw.cred, gw.placeholder
 	req, _ := http.NewRequest(http.MethodTrace, fmt.Sprintf("http://%s/127.0.0.1:%d/v1/models", cred, upPort), nil)
 	req.Header.Set("Authorization", "Bearer "+placeholder)
 	resp, err := http.DefaultClient.Do(req)

@@ -161,7 +161,7 @@ func (g *Gateway) finishForward(ctx context.Context, d *Decision, st *forwardSta
 		d.Reason = "the request carries a held credential value, to a host that is not the value's own: cut off before the value was sent"
 		d.Error = ""
 	case st.reflected != nil:
-		d.Credential, d.HeldValue = CredentialReflected, st.reflected.String()+" of the answer, scrubbed before the client read it"
+		d.Credential, d.HeldValue = CredentialReflected, st.reflected.String()+", scrubbed before the client read it"
 	}
 	g.record(d)
 	if p != nil {
