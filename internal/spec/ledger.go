@@ -37,12 +37,17 @@ func ledger(s *Spec, gw *netpolicy.Config, creds []ResolvedCredential) []Softeni
 		add(CapOpenAIAgents, LayerEgress, "adds domain rule %s", openAIDomain)
 		add(CapOpenAIAgents, LayerEnv, "forwards %s from the host to the agent", strings.Join(forwardedOpenAI(creds), ", "))
 	}
+	held := false
 	for _, c := range creds {
 		if c.Lives == LivesSandbox {
 			add(keyCredsInSandbox, LayerCreds, "the real %s (for %s) is in the agent's environment: the workload can read it and send it anywhere the allowlist reaches", c.FromHost, c.Host)
 		} else {
+			held = true
 			add(keyCreds, LayerCreds, "the gateway holds %s and adds it as %s on requests to %s through its credential listener %s:%d; the agent holds a per-run placeholder", c.FromHost, c.Header, c.Host, GatewayAlias, CredentialPort)
 		}
+	}
+	if held && s.Has(CapNetwork) && gw != nil && len(gw.ConnectPorts) > 0 {
+		add(keyCreds, LayerEgress, "CONNECT tunnels (ports %s) to the allowed hosts are TLS the gateway does not open: a held value the workload had learned could leave through one unsearched (answers on the credential listener are scrubbed of held values, and plain-HTTP requests carrying one are refused, so it should never learn one)", ports(gw.ConnectPorts))
 	}
 	if s.Has(CapShellAccess) {
 		add(CapShellAccess, LayerSpawn, "agent may execve/execveat (the no-spawn filter is not installed)")
