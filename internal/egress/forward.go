@@ -114,8 +114,7 @@ func (g *Gateway) serveForward(w http.ResponseWriter, r *http.Request, d *Decisi
 		return
 	}
 	st := &forwardState{target: t, client: clientIP(r.RemoteAddr)}
-	ctx, stop := g.untilStopped(r.Context())
-	defer stop()
+	ctx := r.Context() // tied to the stop context at the entry (ServeHTTP)
 	if g.full.Load() {
 		refuseFull(w) // the log filled while this request was judged (full.go)
 		return

@@ -381,10 +381,10 @@ const DefaultShutdownWait = 2 * time.Second
 var errStopped = errors.New(ErrorInterrupted + ": the gateway shut down during the request")
 
 // untilStopped is ctx, also cancelled (cause [errStopped]) when the
-// gateway shuts down, or (cause [ErrLogFull]) when its decision log fills. Only the upstream exchange of an allowed request
-// runs under it: a request still being decided at shutdown is decided as
-// before (its CONNECT tunnel is then refused with "gateway shutting
-// down"), not denied for a resolver cut short.
+// gateway shuts down, or (cause [ErrLogFull]) when its decision log
+// fills. Each request's handler runs under it from its entry, so a
+// request still being decided at shutdown (a name lookup, a dial) ends
+// at once with its line too, instead of outliving the wait.
 func (g *Gateway) untilStopped(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	stop := context.AfterFunc(g.stopCtx, func() { cancel(context.Cause(g.stopCtx)) })

@@ -308,8 +308,7 @@ func (ij *injector) checkPlaceholder(r *http.Request, c *Credential) *denial {
 
 func (ij *injector) forward(w http.ResponseWriter, r *http.Request, d *Decision, st *injectState) {
 	g := ij.g
-	ctx, stop := g.untilStopped(r.Context())
-	defer stop()
+	ctx := r.Context() // tied to the stop context at the entry (ServeHTTP)
 	if g.full.Load() {
 		refuseFull(w) // the log filled while this request was judged (full.go)
 		return
