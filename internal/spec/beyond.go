@@ -51,7 +51,28 @@ func BeyondDefault(p *Profile) ([]Softening, error) {
 		out = append(out, Softening{Capability: keyCredsInSandbox, Layer: LayerCreds,
 			What: "credentials_in_sandbox = true: any credential the spec gains goes into the agent's environment (none is declared now)"})
 	}
-	return out, nil
+	return append(out, codeBeyondDefault(p.Spec)...), nil
+}
+
+// codeBeyondDefault is what a spec makes run or speak to the agent that
+// the default does not, though no ledger entry opens a layer for it: the
+// writer's own workload (their code, with every grant of the sandbox, the
+// use of the gateway's held credentials included) and declared MCP
+// servers (their tools and descriptions are offered to the agent, which
+// reads them as instructions).
+func codeBeyondDefault(s *Spec) []Softening {
+	var out []Softening
+	if w := s.Workload; w != nil {
+		out = append(out, Softening{Capability: keyWorkload, Layer: LayerTopology,
+			What: fmt.Sprintf("runs the spec's workload, image %q command %q, instead of the built-in agent: its code runs with every grant of this sandbox, the held credentials' use through the gateway included", w.Image, w.Command)})
+	}
+	for _, m := range s.MCPServers {
+		if !m.Default {
+			out = append(out, Softening{Capability: CapMCPClient, Layer: LayerTopology,
+				What: fmt.Sprintf("declares MCP server %q at %s: its tools and their descriptions are offered to the agent", m.Name, m.URL)})
+		}
+	}
+	return out
 }
 
 // coveredDomainEntries are the ledger entries of s's allowed_domains

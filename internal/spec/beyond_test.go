@@ -52,6 +52,10 @@ func TestBeyondDefaultEachKind(t *testing.T) {
 		{"default domain on another port", net + "allowed_domains = [\"api.example.com:8443\"]\n",
 			[]Softening{{CapNetwork, LayerEgress, `allowed_domains entry "api.example.com:8443"`}}},
 		{"exact rule widened to subdomains", net + "allowed_domains = [\".api.openai.com\", \"example.com\"]\n", nil},
+		{"workload", "schema_version = 1\n[workload]\nimage = \"writer/agent:1\"\ncommand = [\"python3\", \"agent.py\"]\n",
+			[]Softening{{keyWorkload, LayerTopology, `runs the spec's workload, image "writer/agent:1" command ["python3" "agent.py"], instead of the built-in agent: its code runs with every grant of this sandbox, the held credentials' use through the gateway included`}}},
+		{"declared MCP server on an allowed host", "schema_version = 1\ncapabilities = [\"network\", \"mcp_client\", \"openai_agents\"]\nallowed_domains = [\"api.openai.com\"]\n[[mcp_servers]]\nname = \"writer\"\nurl = \"https://api.openai.com/mcp\"\n",
+			[]Softening{{CapMCPClient, LayerTopology, `declares MCP server "writer" at https://api.openai.com/mcp: its tools and their descriptions are offered to the agent`}}},
 		{"IP rule", net + "allowed_ip_addresses = [\"192.168.1.20\"]\n",
 			[]Softening{{CapNetwork, LayerEgress, `allowed_ip_addresses entry "192.168.1.20" (also reachable if non-public)`}}},
 	}
