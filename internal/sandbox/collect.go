@@ -250,7 +250,14 @@ func (j *job) teardownChecks() []runs.Check {
 		out = append(out, fromAgentCheck(verdict.SidecarEgress(j.dir.Path)))
 	}
 	// A log that filled ends the record early, whatever the workload.
-	out = append(out, fromAgentCheck(verdict.LogsNotFull(j.dir.Path)))
+	var expect []string
+	if j.planned(orchestrate.RoleGateway) {
+		expect = append(expect, runs.FileDecisions)
+	}
+	if j.planned(orchestrate.RoleSidecar) {
+		expect = append(expect, runs.FileAudit)
+	}
+	out = append(out, fromAgentCheck(verdict.LogsNotFull(j.dir.Path, expect...)))
 	if j.planned(orchestrate.RoleGateway) {
 		out = append(out, fromAgentCheck(verdict.RecordJoined(j.dir.Path, j.recordSources())))
 		if !j.o.squid() { // Squid holds no credential and searches nothing

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
@@ -35,13 +36,18 @@ type logFullLine struct {
 // and its record is shorter than the run: the threat is a workload that
 // fills a log so that what it does next is not recorded (redteam-kube
 // finding 1). A line that does not parse fails the check too (a write cut
-// short). A log the run did not produce passes (other checks ask for it).
-func LogsNotFull(runDir string) agent.Check {
+// short). A log absent from the run fails it when the role that writes
+// it ran (expect names those files): a check over a record that is not
+// there must not pass; a log whose role the run did not have is skipped.
+func LogsNotFull(runDir string, expect ...string) agent.Check {
 	c := agent.Check{Name: CheckLogsNotFull}
 	var problems, seen []string
 	for _, name := range []string{runs.FileDecisions, runs.FileAudit} {
 		p, err := logFullProblem(filepath.Join(runDir, name))
 		switch {
+		case errors.Is(err, errAbsent) && slices.Contains(expect, name):
+			problems = append(problems, name+" is missing: its role ran, and its record cannot be shown whole")
+			continue
 		case errors.Is(err, errAbsent):
 			continue
 		case err != nil:

@@ -68,6 +68,12 @@ func TestLogsNotFull(t *testing.T) {
 			}
 		})
 	}
+	t.Run("expected log absent", func(t *testing.T) {
+		c := LogsNotFull(t.TempDir(), runs.FileAudit)
+		if c.OK || !strings.Contains(c.Detail, runs.FileAudit+" is missing") {
+			t.Errorf("LogsNotFull = %v %q, want a failure naming the missing audit log", c.OK, c.Detail)
+		}
+	})
 }
 
 // TestLogFullWire: the fields the check reads are the ones each producer
