@@ -30,6 +30,30 @@ type forwardState struct {
 	// carried and reflected are where a held value was seen in the
 	// request (which was then cut off) or in the answer (scrubbed).
 	carried, reflected *heldSeen
+	// answers searches what goes back to the client for held values (the
+	// credential listener's; nil on the proxy port).
+	answers *heldSearch
+}
+
+// scrubError is err with every held value scrubbed from its text (the
+// credential listener's answers search, else h): the transport's and the
+// gateway's own errors quote what the upstream sent (a malformed status
+// line, a header value), and the error goes to the client and the
+// decision line (red team, issue 27). A value found is noted reflected.
+func (st *forwardState) scrubError(err error, h *heldSearch) error {
+	if st.answers != nil {
+		h = st.answers
+	}
+	if err == nil || h == nil {
+		return err
+	}
+	b := []byte(err.Error())
+	n, ok := h.scrub(b)
+	if !ok {
+		return err
+	}
+	st.noteReflected(heldSeen{where: "upstream data quoted in the gateway's error", source: n.source, form: n.form})
+	return errors.New(string(b))
 }
 
 func (st *forwardState) noteCarried(s heldSeen) {
@@ -99,6 +123,7 @@ func urlHost(host, port string) string {
 
 func (g *Gateway) forwardError(w http.ResponseWriter, r *http.Request, err error) {
 	if st, _ := r.Context().Value(forwardKey{}).(*forwardState); st != nil {
+		err = st.scrubError(err, g.held)
 		st.err = err
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -153,6 +178,9 @@ func (g *Gateway) finishForward(ctx context.Context, d *Decision, st *forwardSta
 	d.Error = forwardErr(ctx, st.err)
 	if p != nil && st.err == nil {
 		d.Error = cutOffError(ctx, st, down)
+	}
+	if d.Error != "" {
+		d.Error = st.scrubError(errors.New(d.Error), g.held).Error()
 	}
 	switch {
 	case st.carried != nil:

@@ -125,7 +125,9 @@ func base64Cores(enc *base64.Encoding, v string) []string {
 	return out
 }
 
-// find returns the first needle in p and where it starts, or -1.
+// find returns the first needle in p and where it starts, or -1. A base64
+// form is also found wrapped over lines (MIME wraps base64 at 76
+// columns): red team, issue 27.
 func (h *heldSearch) find(p []byte) (needle, int) {
 	best, at := needle{}, -1
 	for _, n := range h.needles {
@@ -133,7 +135,46 @@ func (h *heldSearch) find(p []byte) (needle, int) {
 			best, at = n, i
 		}
 	}
+	if w := newWrapped(p); w != nil {
+		for _, n := range h.needles {
+			if i := w.index(n); i >= 0 && (at < 0 || i < at) {
+				best, at = n, i
+			}
+		}
+	}
 	return best, at
+}
+
+// wrapped is p without its line breaks, and where each byte left was in p.
+type wrapped struct {
+	b   []byte
+	pos []int
+}
+
+// newWrapped is p's wrapped view, or nil when p has no line break.
+func newWrapped(p []byte) *wrapped {
+	if bytes.IndexAny(p, "\r\n") < 0 {
+		return nil
+	}
+	w := &wrapped{b: make([]byte, 0, len(p)), pos: make([]int, 0, len(p))}
+	for i, c := range p {
+		if c != '\r' && c != '\n' {
+			w.b, w.pos = append(w.b, c), append(w.pos, i)
+		}
+	}
+	return w
+}
+
+// index is where, in p, a base64 needle starts in the wrapped view; -1
+// when it is not there or is not a base64 form.
+func (w *wrapped) index(n needle) int {
+	if n.form != "base64" {
+		return -1
+	}
+	if i := bytes.Index(w.b, n.b); i >= 0 {
+		return w.pos[i]
+	}
+	return -1
 }
 
 // findString is find over a string.
@@ -146,17 +187,34 @@ func (h *heldSearch) findString(s string) (needle, bool) {
 	return needle{}, false
 }
 
-// scrub replaces every needle in p, in place; it returns the first one.
+// scrub replaces every needle in p, in place (a base64 form wrapped over
+// lines too, its line breaks kept); it returns the first one.
 func (h *heldSearch) scrub(p []byte) (needle, bool) {
 	var first needle
 	found := false
+	note := func(n needle) {
+		if !found {
+			first, found = n, true
+		}
+	}
 	for _, n := range h.needles {
 		for i := bytes.Index(p, n.b); i >= 0; i = bytes.Index(p, n.b) {
 			for j := i; j < i+len(n.b); j++ {
 				p[j] = scrubByte
 			}
-			if !found {
-				first, found = n, true
+			note(n)
+		}
+	}
+	if w := newWrapped(p); w != nil {
+		for _, n := range h.needles {
+			if n.form != "base64" {
+				continue
+			}
+			for i := bytes.Index(w.b, n.b); i >= 0; i = bytes.Index(w.b, n.b) {
+				for j := i; j < i+len(n.b); j++ {
+					w.b[j], p[w.pos[j]] = scrubByte, scrubByte
+				}
+				note(n)
 			}
 		}
 	}
@@ -164,13 +222,29 @@ func (h *heldSearch) scrub(p []byte) (needle, bool) {
 }
 
 // holdBack is how many bytes at the end of p could begin a needle: they
-// are kept until the next read shows whether they do.
+// are kept until the next read shows whether they do. For a base64 form
+// the line breaks in that end are skipped (a wrapped value).
 func (h *heldSearch) holdBack(p []byte) int {
 	hold := 0
 	for _, n := range h.needles {
 		for k := min(len(n.b)-1, len(p)); k > hold; k-- {
 			if bytes.HasPrefix(n.b, p[len(p)-k:]) {
 				hold = k
+				break
+			}
+		}
+	}
+	w := newWrapped(p)
+	if w == nil {
+		return hold
+	}
+	for _, n := range h.needles {
+		if n.form != "base64" {
+			continue
+		}
+		for k := min(len(n.b)-1, len(w.b)); k > 0; k-- {
+			if bytes.HasPrefix(n.b, w.b[len(w.b)-k:]) {
+				hold = max(hold, len(p)-w.pos[len(w.b)-k])
 				break
 			}
 		}
@@ -272,19 +346,18 @@ func (hr *heldReader) Close() error {
 // carriedInRequest is where r's request line or headers carry a held
 // value, if they do (the body is searched as it streams).
 func (h *heldSearch) carriedInRequest(r *http.Request) (heldSeen, bool) {
-	line := []string{r.RequestURI}
-	if u, err := url.PathUnescape(r.RequestURI); err == nil {
-		line = append(line, u)
-	}
-	if u, err := url.QueryUnescape(r.URL.RawQuery); err == nil {
-		line = append(line, u)
-	}
+	// Decoded leniently: one invalid escape must not switch the decoded
+	// search off (red team, issue 27).
+	line := []string{r.RequestURI, lenientUnescape(r.RequestURI, false), lenientUnescape(r.RequestURI, true)}
 	for _, s := range line {
 		if n, ok := h.findString(s); ok {
 			return heldSeen{where: "request line", source: n.source, form: n.form}, true
 		}
 	}
 	for k, vs := range r.Header {
+		if n, ok := h.findName(k); ok {
+			return heldSeen{where: "header name", source: n.source, form: n.form}, true
+		}
 		for _, v := range vs {
 			if n, ok := h.findString(v); ok {
 				return heldSeen{where: "header " + k, source: n.source, form: n.form}, true
@@ -294,11 +367,20 @@ func (h *heldSearch) carriedInRequest(r *http.Request) (heldSeen, bool) {
 	return heldSeen{}, false
 }
 
-// scrubHeader scrubs every held value in h's values (and trailers); it
-// returns where the first was seen.
+// scrubHeader scrubs every held value in hdr's values, and removes a
+// header whose name holds one (names are canonicalised, so compared
+// without case); it returns where the first was seen.
 func (h *heldSearch) scrubHeader(hdr http.Header, what string) (heldSeen, bool) {
 	var first heldSeen
 	found := false
+	for k := range hdr {
+		if n, ok := h.findName(k); ok {
+			delete(hdr, k)
+			if !found {
+				first, found = heldSeen{where: what + " name", source: n.source, form: n.form}, true
+			}
+		}
+	}
 	for k, vs := range hdr {
 		for i, v := range vs {
 			b := []byte(v)
@@ -311,4 +393,50 @@ func (h *heldSearch) scrubHeader(hdr http.Header, what string) (heldSeen, bool) 
 		}
 	}
 	return first, found
+}
+
+// findName is find over a header name, without case: names reach the
+// gateway canonicalised, which changes the case of a value they hold.
+func (h *heldSearch) findName(name string) (needle, bool) {
+	lower := strings.ToLower(name)
+	for _, n := range h.needles {
+		if strings.Contains(lower, strings.ToLower(string(n.b))) {
+			return n, true
+		}
+	}
+	return needle{}, false
+}
+
+// lenientUnescape decodes every valid %XX escape of s and keeps an invalid
+// one as it is (and, for a query, reads '+' as a space), as a lenient
+// server would: url.PathUnescape refuses the whole string for one bad
+// escape.
+func lenientUnescape(s string, query bool) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '%' && i+2 < len(s) && isHex(s[i+1]) && isHex(s[i+2]):
+			b.WriteByte(unhex(s[i+1])<<4 | unhex(s[i+2]))
+			i += 2
+		case c == '+' && query:
+			b.WriteByte(' ')
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
+}
+
+func unhex(c byte) byte {
+	switch {
+	case c <= '9':
+		return c - '0'
+	case c <= 'F':
+		return c - 'A' + 10
+	}
+	return c - 'a' + 10
 }

@@ -1,11 +1,13 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"testing"
 	"testing/iotest"
+	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
@@ -226,5 +229,175 @@ func TestBase64Cores(t *testing.T) {
 	}
 	if _, ok := h.findString(base64.StdEncoding.EncodeToString([]byte("an ordinary text without it"))); ok {
 		t.Error("found in a text without it")
+	}
+}
+
+// rawInjector is a gateway whose credential (scheme http, value
+// testSecret) goes to a raw loopback upstream that answers each request
+// with answer(its Authorization value, the request), byte for byte.
+func rawInjector(t *testing.T, answer func(auth string, r *http.Request) string) (*injectHarness, uint16, *[]*http.Request) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var mu sync.Mutex
+	var got []*http.Request
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				req, err := http.ReadRequest(bufio.NewReader(c))
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				got = append(got, req)
+				mu.Unlock()
+				io.WriteString(c, answer(strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer "), req))
+			}()
+		}
+	}()
+	port := uint16(ln.Addr().(*net.TCPAddr).Port)
+	cfg := netpolicy.NewConfig([]string{"example.com"}, []string{"127.0.0.1/32"})
+	cfg.HTTPPorts = append(cfg.HTTPPorts, port)
+	in := &Injection{Placeholder: testPlaceholder, Credentials: []Credential{{
+		Host: "example.com", Port: port, Scheme: "http", Header: "Authorization", Format: "Bearer {value}", Value: testSecret, Source: "OPENAI_API_KEY",
+	}}}
+	h := startGateway(t, cfg, newResolver(map[string]string{"example.com": "127.0.0.1"}), true, func(o *Options) { o.Injection = in })
+	cln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go h.g.ServeCredentials(cln)
+	return &injectHarness{harness: h, credAddr: cln.Addr().String()}, port, &got
+}
+
+// rawCall sends one request to the credential listener and returns every
+// byte of the answer, informational answers included.
+func (h *injectHarness) rawCall(t *testing.T, port uint16, extra string) string {
+	t.Helper()
+	c, err := net.Dial("tcp", h.credAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /example.com:%d/v1/x HTTP/1.1\r\nHost: g\r\nAuthorization: Bearer %s\r\n%sConnection: close\r\n\r\n", port, testPlaceholder, extra)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, _ := io.ReadAll(c)
+	return string(b)
+}
+
+// TestReflectedPastTheAnswer: the ways an upstream's reflection reached
+// the client unscrubbed in the red team of issue 27, each now scrubbed or
+// refused, with the line saying reflected.
+func TestReflectedPastTheAnswer(t *testing.T) {
+	wrap := func(s string) string { // MIME wraps base64 at 76 columns; here at 20
+		var b strings.Builder
+		for len(s) > 20 {
+			b.WriteString(s[:20] + "\r\n")
+			s = s[20:]
+		}
+		return b.String() + s
+	}
+	cases := []struct {
+		name     string
+		answer   func(key string) string
+		status   int
+		reflects bool
+	}{
+		{"informational answer headers", func(k string) string {
+			return "HTTP/1.1 103 Early Hints\r\nLink: <" + k + ">\r\nX-Key: " + k + "\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+		}, 200, true},
+		{"malformed status line", func(k string) string { return k + "\r\n\r\n" }, 502, true},
+		{"malformed status code", func(k string) string { return "HTTP/1.1 " + k + "\r\n\r\n" }, 502, true},
+		{"header with no colon", func(k string) string { return "HTTP/1.1 200 OK\r\n" + k + "\r\n\r\n" }, 502, true},
+		{"bad Content-Length", func(k string) string { return "HTTP/1.1 200 OK\r\nContent-Length: " + k + "\r\n\r\n" }, 502, true},
+		{"unknown Transfer-Encoding", func(k string) string { return "HTTP/1.1 200 OK\r\nTransfer-Encoding: " + k + "\r\n\r\n" }, 502, true},
+		{"key as a Content-Encoding", func(k string) string { return "HTTP/1.1 200 OK\r\nContent-Encoding: " + k + "\r\nContent-Length: 2\r\n\r\nok" }, 502, true},
+		{"a second Content-Encoding", func(k string) string {
+			return "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\nok"
+		}, 502, false},
+		{"key as a header name", func(k string) string { return "HTTP/1.1 200 OK\r\n" + k + ": x\r\nContent-Length: 2\r\n\r\nok" }, 200, true},
+		{"base64 wrapped over lines", func(k string) string {
+			body := wrap(base64.StdEncoding.EncodeToString([]byte("Authorization: Bearer " + k)))
+			return fmt.Sprintf("HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
+		}, 200, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			h, port, _ := rawInjector(t, func(key string, _ *http.Request) string { return tc.answer(key) })
+			got := h.rawCall(t, port, "")
+			if strings.Contains(strings.ToLower(got), strings.ToLower(testSecret)) {
+				t.Errorf("the client read the key:\n%s", got)
+			}
+			if !strings.Contains(got, fmt.Sprintf(" %d ", tc.status)) {
+				t.Errorf("want status %d in:\n%s", tc.status, got)
+			}
+			d := h.waitDecisions(1)[0]
+			if tc.reflects && d.Credential != CredentialReflected {
+				t.Errorf("decision %+v, want credential reflected", d)
+			}
+			if strings.Contains(h.log.String(), testSecret) {
+				t.Errorf("the decision log holds the key: %s", h.log.String())
+			}
+		})
+	}
+}
+
+// TestRangeNotForwarded: a Range header would let an echoing upstream
+// hand the key over in pieces no search recognises; the credential
+// listener drops it.
+func TestRangeNotForwarded(t *testing.T) {
+	h, port, got := rawInjector(t, func(string, *http.Request) string { return "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok" })
+	h.rawCall(t, port, "Range: bytes=0-29\r\nIf-Range: x\r\n")
+	h.waitDecisions(1)
+	if r := (*got)[0]; r.Header.Get("Range") != "" || r.Header.Get("If-Range") != "" {
+		t.Errorf("the upstream received Range %q, If-Range %q", r.Header.Get("Range"), r.Header.Get("If-Range"))
+	}
+}
+
+// TestCarriedPastTheSearch: the request-side forms the red team of issue
+// 27 got through the proxy port, each now refused.
+func TestCarriedPastTheSearch(t *testing.T) {
+	var mu sync.Mutex
+	var received []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		received = append(received, r.RequestURI+" "+string(b))
+		mu.Unlock()
+	}))
+	t.Cleanup(up.Close)
+	port := serverPort(up)
+	h := startCarryRig(t, port, testSecret)
+	mime := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("x", 50) + "note: " + testSecret))
+	wrapped := mime[:76] + "\n" + mime[76:]
+	half := url.QueryEscape(testSecret[:4]) + "%" + fmt.Sprintf("%02X", testSecret[4]) + testSecret[5:]
+	for i, tc := range []struct{ name, raw string }{
+		{"invalid escape before a partly escaped key in the query", fmt.Sprintf("GET http://example.com:%d/a?x=%%zz&k=%s HTTP/1.1\r\nHost: example.com:%d\r\n\r\n", port, half, port)},
+		{"partly escaped key in the path after an invalid escape", fmt.Sprintf("GET http://example.com:%d/%s?%%zz HTTP/1.1\r\nHost: example.com:%d\r\n\r\n", port, half, port)},
+		{"key as a header name", fmt.Sprintf("GET http://example.com:%d/a HTTP/1.1\r\nHost: example.com:%d\r\n%s: x\r\n\r\n", port, port, testSecret)},
+		{"MIME-wrapped base64 body", fmt.Sprintf("POST http://example.com:%d/a HTTP/1.1\r\nHost: example.com:%d\r\nContent-Length: %d\r\n\r\n%s", port, port, len(wrapped), wrapped)},
+	} {
+		resp, body, _, _ := h.raw(tc.raw)
+		d := h.waitDecisions(i + 1)[i]
+		if resp.StatusCode < 400 || d.Credential != CredentialCarried {
+			t.Errorf("%s: status %d %q, decision %+v; want refused, carried", tc.name, resp.StatusCode, body, d)
+		}
+	}
+	h.g.Shutdown(context.Background())
+	mu.Lock()
+	defer mu.Unlock()
+	for _, r := range received {
+		dec, _ := base64.StdEncoding.DecodeString(strings.ReplaceAll(strings.Fields(r+" x")[1], "\n", ""))
+		if strings.Contains(lenientUnescape(r, true), testSecret) || strings.Contains(string(dec), testSecret) {
+			t.Errorf("the upstream received the key: %q", r)
+		}
 	}
 }

@@ -235,6 +235,7 @@ func (ij *injector) check(r *http.Request, d *Decision) (*injectState, *denial) 
 	st.target = t
 	st.client = clientIP(r.RemoteAddr)
 	st.forwardState.cred = credentialKey(cred)
+	st.forwardState.answers = ij.answers
 	st.out = &url.URL{Scheme: cred.Scheme, Host: urlHost(cred.Host, portIfNotDefault(cred)), RawQuery: r.URL.RawQuery}
 	st.out.Path, _ = url.PathUnescape("/" + rest)
 	st.out.RawPath = "/" + rest
@@ -347,8 +348,13 @@ func rewriteInject(pr *httputil.ProxyRequest) {
 	}
 	pr.Out.Header.Set(st.cred.Header, st.cred.format(st.cred.Value))
 	// An answer is searched for held values as it streams: it must come
-	// as the upstream wrote it, not compressed (searchAnswer).
+	// as the upstream wrote it, not compressed (searchAnswer), and whole:
+	// a range of an echoed request hands the value over in pieces that
+	// no search can recognise (red team, issue 27). No model or MCP API
+	// needs either.
 	pr.Out.Header.Set("Accept-Encoding", "identity")
+	pr.Out.Header.Del("Range")
+	pr.Out.Header.Del("If-Range")
 }
 
 // searchAnswer scrubs every held value from the answer's headers and, as
@@ -362,11 +368,11 @@ func (ij *injector) searchAnswer(res *http.Response) error {
 	if st == nil || ij.answers == nil {
 		return nil
 	}
-	if ce := res.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
-		return fmt.Errorf("the answer is encoded (Content-Encoding %q), so it cannot be searched for held credential values: refused", truncate(ce, 64))
-	}
 	if seen, ok := ij.answers.scrubHeader(res.Header, "answer header"); ok {
 		st.noteReflected(seen)
+	}
+	if !identityEncoded(res.Header) {
+		return errors.New("the answer is encoded (Content-Encoding), so it cannot be searched for held credential values: refused")
 	}
 	res.Body = &heldReader{r: res.Body, h: ij.answers, scrub: true, where: "answer body", seen: st.noteReflected,
 		atEnd: func() {
@@ -417,4 +423,19 @@ func (g *Gateway) carriesPlaceholder(r *http.Request) bool {
 		}
 	}
 	return false
+}
+
+// identityEncoded reports whether every Content-Encoding of h (every
+// header line, every comma-separated token) is empty or identity: a
+// second header line must not slip a compressed body past the search
+// (red team, issue 27).
+func identityEncoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for _, tok := range strings.Split(v, ",") {
+			if t := strings.TrimSpace(tok); t != "" && !strings.EqualFold(t, "identity") {
+				return false
+			}
+		}
+	}
+	return true
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/netip"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"sync"
@@ -118,6 +119,18 @@ func (p *upstreamPool) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		},
 		WroteHeaders: func() { wrote.Add(1) },
+		// ReverseProxy passes an informational (1xx) answer's headers on
+		// through a hook of its own, which runs after this one and never
+		// reaches ModifyResponse: they are scrubbed here, in place (red
+		// team, issue 27).
+		Got1xxResponse: func(_ int, h textproto.MIMEHeader) error {
+			if st.answers != nil {
+				if seen, ok := st.answers.scrubHeader(http.Header(h), "informational answer header"); ok {
+					st.noteReflected(seen)
+				}
+			}
+			return nil
+		},
 	}
 	resp, err := tr.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
 	if err != nil && errors.Is(context.Cause(ctx), errRetryRefused) {
