@@ -319,7 +319,9 @@ func TestReflectedPastTheAnswer(t *testing.T) {
 		{"header with no colon", func(k string) string { return "HTTP/1.1 200 OK\r\n" + k + "\r\n\r\n" }, 502, true},
 		{"bad Content-Length", func(k string) string { return "HTTP/1.1 200 OK\r\nContent-Length: " + k + "\r\n\r\n" }, 502, true},
 		{"unknown Transfer-Encoding", func(k string) string { return "HTTP/1.1 200 OK\r\nTransfer-Encoding: " + k + "\r\n\r\n" }, 502, true},
-		{"key as a Content-Encoding", func(k string) string { return "HTTP/1.1 200 OK\r\nContent-Encoding: " + k + "\r\nContent-Length: 2\r\n\r\nok" }, 502, true},
+		{"key as a Content-Encoding", func(k string) string {
+			return "HTTP/1.1 200 OK\r\nContent-Encoding: " + k + "\r\nContent-Length: 2\r\n\r\nok"
+		}, 502, true},
 		{"a second Content-Encoding", func(k string) string {
 			return "HTTP/1.1 200 OK\r\nContent-Encoding: identity\r\nContent-Encoding: gzip\r\nContent-Length: 2\r\n\r\nok"
 		}, 502, false},
@@ -395,7 +397,7 @@ func TestCarriedPastTheSearch(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, r := range received {
-		dec, _ := base64.StdEncoding.DecodeString(strings.ReplaceAll(strings.Fields(r+" x")[1], "\n", ""))
+		dec, _ := base64.StdEncoding.DecodeString(strings.ReplaceAll(strings.Fields(r + " x")[1], "\n", ""))
 		if strings.Contains(lenientUnescape(r, true), testSecret) || strings.Contains(string(dec), testSecret) {
 			t.Errorf("the upstream received the key: %q", r)
 		}
