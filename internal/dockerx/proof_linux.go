@@ -66,6 +66,10 @@ func (r procRoot) prove(id string, pid int, created time.Time) (*hostProcess, er
 		p.Close()
 		return nil, err
 	}
+	if err := p.ownNamespaces(); err != nil {
+		p.Close()
+		return nil, err
+	}
 	p.id, p.created = id, created
 	return p, nil
 }
@@ -208,22 +212,34 @@ func statusField(text, key string) []string {
 
 // cgroupNames reports whether a /proc/<pid>/cgroup text puts the process
 // in container id's cgroup, in any hierarchy (v1 lines
-// "N:controllers:/path", the v2 line "0::/path"): a path element that is
-// the whole id (Docker's cgroupfs driver, /docker/<id>) or
-// docker-<id>.scope (its systemd driver). A prefix of the id is not
-// enough.
+// "N:controllers:/path", the v2 line "0::/path"), where Docker puts it:
+// /docker/<id> (its cgroupfs driver), /system.slice/docker-<id>.scope
+// (its systemd driver), or a docker-<id>.scope under a user's systemd
+// service (rootless), each possibly with sub-groups the container made.
+// The path is anchored at the root: only root creates /docker or
+// /system.slice groups, while a user with a delegated subtree can name a
+// group of their own after any id (red team, issue 32). A prefix of the
+// id is not enough.
 func cgroupNames(text, id string) bool {
 	if len(id) < 12 || strings.ContainsAny(id, "/.:\n") {
 		return false
 	}
+	scope := "docker-" + id + ".scope"
+	under := func(path, group string) bool { return path == group || strings.HasPrefix(path, group+"/") }
 	for _, line := range strings.Split(text, "\n") {
 		parts := strings.SplitN(line, ":", 3)
 		if len(parts) != 3 {
 			continue
 		}
-		for _, el := range strings.Split(parts[2], "/") {
-			if el == id || el == "docker-"+id+".scope" {
-				return true
+		path := parts[2]
+		switch {
+		case under(path, "/docker/"+id), under(path, "/system.slice/"+scope):
+			return true
+		case strings.HasPrefix(path, "/user.slice/user-") && strings.Contains(path, ".service/"):
+			for _, el := range strings.Split(path, "/") {
+				if el == scope {
+					return true
+				}
 			}
 		}
 	}
@@ -509,4 +525,25 @@ func peerPid(ctx context.Context, path string) (int, error) {
 		return 0, fmt.Errorf("reading SO_PEERCRED: %w", credErr)
 	}
 	return int(cred.Pid), nil
+}
+
+// ownNamespaces checks that the held process is in network and mount
+// namespaces of its own, not this host's: a container's always are, and
+// a process in this host's network namespace is never one the host may
+// enter to drop routes or dial (red team, issue 32: a process in a child
+// pid namespace of its own, in a cgroup named after the container).
+func (p *hostProcess) ownNamespaces() error {
+	for _, ns := range []string{"net", "mnt"} {
+		var theirs, ours unix.Stat_t
+		if err := unix.Fstatat(p.dir, "ns/"+ns, &theirs, 0); err != nil {
+			return notHere(p.pid, fmt.Sprintf("has a %s namespace that cannot be read: %v", ns, err))
+		}
+		if err := unix.Stat("/proc/self/ns/"+ns, &ours); err != nil {
+			return notHere(p.pid, fmt.Sprintf("cannot be compared with this host's %s namespace: %v", ns, err))
+		}
+		if theirs.Dev == ours.Dev && theirs.Ino == ours.Ino {
+			return notHere(p.pid, "shares this host's "+ns+" namespace: it is not a container's process")
+		}
+	}
+	return nil
 }

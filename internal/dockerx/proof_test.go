@@ -95,6 +95,7 @@ func TestProofWithFakeProc(t *testing.T) {
 		{"a process of another container", init("12:pids:/docker/" + otherID + "\n0::/system.slice/docker-" + otherID + ".scope\n"), "not in the cgroup of container 4f1c2d3e4f5a"},
 		{"a cgroup named by a prefix of the id", init("12:pids:/docker/" + testID[:12] + "\n"), "not in the cgroup"},
 		{"a cgroup that only contains the id", init("12:pids:/docker/x" + testID + "\n"), "not in the cgroup"},
+		{"a group of a user's own, named after the id", init("0::/user.slice/user-1000.slice/session-3.scope/docker/" + testID + "\n4:pids:/rt2poc/" + testID + "\n"), "not in the cgroup"},
 		{"a recycled pid (started before the container was created)",
 			func() fakeProcess { p := init(v1); p.start = 59 * time.Minute; return p }(), "before container 4f1c2d3e4f5a was created"},
 		{"a kernel thread", fakeProcess{comm: "kworker/0:1", ppid: 2, flags: 0x04208060, start: time.Second, nspid: "77", cgroup: "0::/\n"}, "kernel thread"},
