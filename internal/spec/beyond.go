@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
@@ -72,7 +73,21 @@ func codeBeyondDefault(s *Spec) []Softening {
 				What: fmt.Sprintf("declares MCP server %q at %s: its tools and their descriptions are offered to the agent", m.Name, m.URL)})
 		}
 	}
+	for _, v := range s.Env {
+		if !v.FromHost && configVariable(v.Name) {
+			out = append(out, Softening{Capability: "environment_variables", Layer: LayerEnv,
+				What: fmt.Sprintf("sets %s=%q for the agent: a variable the agent reads as its own configuration (its task, its model, where it sends its requests)", v.Name, v.Value)})
+		}
+	}
 	return out
+}
+
+// configVariable reports whether the agent or the harness reads a
+// variable of this name as configuration: a literal value for one in a
+// spec someone else wrote replaces the user's task or model (red team,
+// issue 30).
+func configVariable(name string) bool {
+	return strings.HasPrefix(name, "MCPSIDECAR_") || strings.HasPrefix(name, "OPENAI_")
 }
 
 // coveredDomainEntries are the ledger entries of s's allowed_domains
