@@ -216,6 +216,12 @@ func (b *builder) decision(line []byte, n int) error {
 		Method: l.Method, Host: l.Host, Port: string(l.Port), ResolvedIP: l.ResolvedIP, Decision: l.Decision,
 		Rule: l.Rule, Reason: l.Reason, Credential: l.Credential, Scope: l.Scope, BytesUp: l.BytesUp, BytesDown: l.BytesDown, File: FileDecisions, Line: n}
 	e.Summary = egressSummary(&e)
+	if l.HeldValue != "" {
+		// A held credential value seen where it does not belong: an
+		// answer that reflected it (scrubbed) is a failure too.
+		e.OK = false
+		e.Summary += " !! held credential " + l.Credential + ": " + l.HeldValue
+	}
 	if l.LogFull {
 		// The decision log's last line: it filled (or a write failed),
 		// and the gateway refused all traffic after it.

@@ -341,3 +341,39 @@ func TestNoTimeLinkWhenModelRequestsCarryIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldValueLineFails: a decision line whose answer reflected a held
+// credential value (scrubbed) is an allowed request, and a failed event,
+// its summary saying where the value was seen (issue 27).
+func TestHeldValueLineFails(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("testdata", "runs", "basic"))); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileDecisions)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := b[:bytes.LastIndexByte(b, '\n')+1] // the fixture ends with a line cut short
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(whole)
+	f.WriteString(`{"time":"2026-11-29T10:00:09Z","run_id":"r","client":"10.0.0.3:1","method":"GET","host":"echo.example","port":443,"resolved_ip":"1.2.3.4","decision":"allow","rule":"echo.example","reason":"","bytes_up":10,"bytes_down":20,"duration_ms":1,"correlation_id":"","credential":"reflected","held_value":"the value of OPENAI_API_KEY (as is) in the answer header X-Echo, scrubbed before the client read it"}` + "\n")
+	f.Close()
+	tl, err := Build(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range tl.Events {
+		if e.Kind == KindEgress && e.Host == "echo.example" {
+			if e.OK || !strings.Contains(e.Summary, "held credential reflected: the value of OPENAI_API_KEY (as is) in the answer header X-Echo") {
+				t.Errorf("event %+v, want failed, its summary naming where the value was seen", e)
+			}
+			return
+		}
+	}
+	t.Fatal("no event for the line")
+}

@@ -46,6 +46,7 @@ type decisionLine struct {
 	Credential    string    `json:"credential"` // "injected" | "refused" on the credential listener
 	Scope         string    `json:"scope"`      // "agent" | "sidecar/<server>/<tool>", with a scope table
 	LogFull       bool      `json:"log_full"`   // the log's last line: it filled, the gateway refused all traffic after
+	HeldValue     string    `json:"held_value"` // where a held value was seen ("reflected" or "carried" credential)
 }
 
 // turnLine is one line of agent-turns.jsonl.
