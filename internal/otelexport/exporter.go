@@ -123,4 +123,3 @@ func (c *fileClient) Stop(context.Context) error {
 	c.f = nil
 	return err
 }
-
