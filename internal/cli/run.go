@@ -42,6 +42,7 @@ type sandboxOptions struct {
 	readyTimeout   time.Duration
 	keep           bool
 	quiet          bool
+	otlp           otlpFlags // otlp.go: the trace sent at the end
 	json           bool
 	question       string
 	events         string // run --events FILE|- (progress.go)
@@ -111,6 +112,7 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Resul
 	afterMCP(res)
 	_ = endProgress() // a failed stream is a warning, not the run's failure
 	if res.RunDir != "" {
+		exportAfterRun(ctx, s.Err, o.otlp, res.RunDir, o.quiet) // otlp.go: bounded, never the run's failure
 		summary(s, o, res, err)
 	}
 	return res, interrupted(ctx, err)
@@ -155,6 +157,7 @@ func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Second, "how long the gateway and sidecar may take to become ready (2m with --backend kubernetes)")
 	f.BoolVar(&o.keep, "keep", false, "keep containers and networks after the run (servers still running; gc leaves them) and print the commands that remove them")
 	f.BoolVar(&o.quiet, "quiet", false, "print no progress lines")
+	o.otlp.add(cmd, false)
 	f.BoolVar(&o.json, "json", false, "print a JSON summary on stdout (the workload's stdout goes to stderr)")
 	f.BoolVar(&o.allowOldEngine, "allow-old-engine", os.Getenv(envAllowOldEngine) == "1",
 		"accept a Docker Engine older than 26 (recorded as a degradation; env "+envAllowOldEngine+"=1)")
