@@ -59,8 +59,11 @@ func Export(ctx context.Context, tl *timeline.Timeline, exp sdktrace.SpanExporte
 		}
 	}
 	ids := newIDs(tl.RunID)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp), sdktrace.WithIDGenerator(ids), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	// Batched, so that one flush bounded by ctx sends everything: a
+	// collector that is down costs at most ctx's time, never a wait per
+	// span.
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(1<<20), sdktrace.WithBlocking()),
+		sdktrace.WithIDGenerator(ids), sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	tracer := tp.Tracer("github.com/mcpsidecar/mcpsidecar/internal/otelexport", trace.WithInstrumentationVersion(version.Version))
 	n := emit(ctx, tracer, ids, tl)
 	if err := tp.ForceFlush(ctx); err != nil {

@@ -72,7 +72,7 @@ func NewExporter(ctx context.Context, t Target, getenv func(string) string) (sdk
 	case ProtocolHTTP:
 		var opts []otlptracehttp.Option
 		if t.Endpoint != "" {
-			opts = append(opts, otlptracehttp.WithEndpointURL(t.Endpoint))
+			opts = append(opts, otlptracehttp.WithEndpointURL(tracesURL(t.Endpoint)))
 		}
 		return otlptracehttp.New(ctx, opts...)
 	case ProtocolGRPC:
@@ -122,4 +122,17 @@ func (c *fileClient) Stop(context.Context) error {
 	err := errors.Join(c.f.Sync(), c.f.Close())
 	c.f = nil
 	return err
+}
+
+// tracesURL is endpoint with the traces path when it names none: as the
+// base OTEL_EXPORTER_OTLP_ENDPOINT, http://host:4318 means
+// http://host:4318/v1/traces (the exporter takes a URL option as the
+// full URL).
+func tracesURL(endpoint string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil || (u.Path != "" && u.Path != "/") {
+		return endpoint
+	}
+	u.Path = "/v1/traces"
+	return u.String()
 }
