@@ -4,12 +4,14 @@
 # command a newcomer runs: the Debian packages the tests use, a running
 # Docker engine, the Go modules, and the Debian python image of the
 # own-workload tests (scripts/build-debian-image.sh, reused by its content
-# tag). The Kubernetes test cluster's binaries are built by `make kube`
+# tag), and the OpenTelemetry collector of the export tests
+# (scripts/build-jaeger.sh, built once per machine). The Kubernetes test cluster's binaries are built by `make kube`
 # itself (scripts/test-kube.sh), once per machine.
 #
 # Usage: scripts/setup.sh [--no-image]   (make setup; make test runs it first)
-#   --no-image  everything but the test image (.ci/run builds it after it
-#               has started the test cluster's long build)
+#   --no-image  everything but the test image and the collector (.ci/run
+#               builds them after it has started the test cluster's long
+#               build)
 # Needs root for the packages and the image; as another user it checks and
 # says what is missing instead of installing.
 set -euo pipefail
@@ -52,5 +54,6 @@ go mod download
 # tag (built once per machine, from Debian's archive).
 if ((image)); then
   scripts/build-debian-image.sh >/dev/null
+  scripts/build-jaeger.sh >/dev/null
 fi
 echo "== setup: done"
