@@ -153,7 +153,7 @@ type wrapped struct {
 
 // newWrapped is p's wrapped view, or nil when p has no line break.
 func newWrapped(p []byte) *wrapped {
-	if bytes.IndexAny(p, "\r\n") < 0 {
+	if !bytes.ContainsAny(p, "\r\n") {
 		return nil
 	}
 	w := &wrapped{b: make([]byte, 0, len(p)), pos: make([]int, 0, len(p))}

@@ -64,7 +64,7 @@ func TestExportShape(t *testing.T) {
 	model := find(t, spans, "chat ")
 	attrs := map[string]string{}
 	for _, a := range model.Attributes {
-		attrs[string(a.Key)] = a.Value.Emit()
+		attrs[string(a.Key)] = a.Value.String()
 	}
 	if attrs["gen_ai.operation.name"] != "chat" || attrs["gen_ai.request.model"] == "" {
 		t.Errorf("model span attributes %v", attrs)
