@@ -298,7 +298,7 @@ func (hr *heldReader) Read(p []byte) (int, error) {
 			return 0, hr.err
 		}
 		if hr.err != nil { // the stream ended: what was held is final
-			hr.ready = len(hr.buf)
+			hr.release()
 			break
 		}
 		chunk := make([]byte, max(len(p), 4096))
@@ -311,7 +311,7 @@ func (hr *heldReader) Read(p []byte) (int, error) {
 		if hr.err == nil {
 			hr.ready = len(hr.buf) - hr.h.holdBack(hr.buf)
 		} else {
-			hr.ready = len(hr.buf)
+			hr.release()
 		}
 	}
 	n := copy(p, hr.buf[:hr.ready])
@@ -319,6 +319,36 @@ func (hr *heldReader) Read(p []byte) (int, error) {
 	hr.ready -= n
 	return n, nil
 }
+
+// release makes what is buffered final once the stream has ended. Bytes
+// still held back then begin a value without completing it: after an
+// error they are dropped (the stream is cut anyway), and at its end a
+// tail of heldTailScrub bytes or more is scrubbed, so an answer cut short
+// on purpose does not hand over a value's first bytes (red team, issue
+// 27).
+func (hr *heldReader) release() {
+	hold := hr.h.holdBack(hr.buf)
+	switch {
+	case hr.err != io.EOF:
+		hr.buf = hr.buf[:len(hr.buf)-hold]
+	case hold >= heldTailScrub && hr.scrub:
+		for i := len(hr.buf) - hold; i < len(hr.buf); i++ {
+			if hr.buf[i] != '\r' && hr.buf[i] != '\n' {
+				hr.buf[i] = scrubByte
+			}
+		}
+		hr.seen(heldSeen{where: hr.where + " (its end, the first bytes of a value)", source: "a held value", form: "a prefix"})
+	case hold >= heldTailScrub:
+		hr.buf = hr.buf[:len(hr.buf)-hold]
+		hr.seen(heldSeen{where: hr.where + " (its end, the first bytes of a value)", source: "a held value", form: "a prefix"})
+		hr.stopped, hr.err = true, errCarried
+	}
+	hr.ready = len(hr.buf)
+}
+
+// heldTailScrub is the shortest beginning of a value scrubbed at the end
+// of an answer: a shorter one is as likely an ordinary word's end.
+const heldTailScrub = 4
 
 // inspect searches what is buffered; true when the stream must stop.
 func (hr *heldReader) inspect() bool {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -69,7 +70,7 @@ func TestReflectedValueScrubbed(t *testing.T) {
 				}
 			}
 			if !strings.Contains(resp.Header.Get("X-Echo-Auth"), "Bearer ****") || !strings.Contains(body, "Bearer ****") {
-				t.Errorf("want the value scrubbed in place: header %q, body %q", resp.Header.Get("X-Echo-Auth"), body)
+				t.Errorf("want the value scrubbed in place: header %q, body %q; decision %s", resp.Header.Get("X-Echo-Auth"), body, h.log.String())
 			}
 			d := h.waitDecisions(1)[0]
 			if d.Decision != Allow || d.Credential != CredentialReflected || !strings.Contains(d.HeldValue, "OPENAI_API_KEY") || !strings.Contains(d.HeldValue, "answer header") {
@@ -401,5 +402,40 @@ func TestCarriedPastTheSearch(t *testing.T) {
 		if strings.Contains(lenientUnescape(r, true), testSecret) || strings.Contains(string(dec), testSecret) {
 			t.Errorf("the upstream received the key: %q", r)
 		}
+	}
+}
+
+// TestHeldReaderEnds: bytes held back as a value's beginning are never
+// passed on as they are when the stream ends there: an answer's are
+// scrubbed, a request is cut off, and after an error they are dropped.
+func TestHeldReaderEnds(t *testing.T) {
+	h := newHeldSearch([]*Credential{{Value: testSecret, Source: "K"}})
+	prefix := testSecret[:9]
+	for _, tc := range []struct {
+		name    string
+		scrub   bool
+		tailErr error
+		want    string
+		wantErr error
+	}{
+		{"answer ends on a value's beginning", true, nil, "text " + strings.Repeat("*", len(prefix)), nil},
+		{"request ends on a value's beginning", false, nil, "text ", errCarried},
+		{"answer cut by an error", true, io.ErrUnexpectedEOF, "text ", io.ErrUnexpectedEOF},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var r io.Reader = strings.NewReader("text " + prefix)
+			if tc.tailErr != nil {
+				r = io.MultiReader(r, iotest.ErrReader(tc.tailErr))
+			}
+			seen := 0
+			hr := &heldReader{r: r, h: h, scrub: tc.scrub, seen: func(heldSeen) { seen++ }}
+			out, err := io.ReadAll(hr)
+			if string(out) != tc.want || !errors.Is(err, tc.wantErr) {
+				t.Errorf("got %q, %v; want %q, %v", out, err, tc.want, tc.wantErr)
+			}
+			if tc.tailErr == nil && seen == 0 {
+				t.Error("not noted as seen")
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -132,9 +134,23 @@ func (p *upstreamPool) RoundTrip(req *http.Request) (*http.Response, error) {
 			return nil
 		},
 	}
-	resp, err := tr.RoundTrip(req.WithContext(httptrace.WithClientTrace(ctx, trace)))
-	if err != nil && errors.Is(context.Cause(ctx), errRetryRefused) {
+	out := req.WithContext(httptrace.WithClientTrace(ctx, trace))
+	if out.Body == nil || out.Body == http.NoBody {
+		// A request with no body is one the transport deems replayable
+		// and re-sends by itself when a kept connection fails after it
+		// was written; an empty body of our own makes it not replayable
+		// (it goes out with no body all the same), so the transport
+		// retries only what it never wrote. The trace above is the
+		// second guard.
+		out.Body, out.GetBody = noBody{}, nil
+	}
+	resp, err := tr.RoundTrip(out)
+	switch {
+	case err == nil:
+	case errors.Is(context.Cause(ctx), errRetryRefused):
 		err = errRetryRefused
+	case wrote.Load() > 0 && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET)):
+		err = fmt.Errorf("%w (%v)", errRetryRefused, err)
 	}
 	if !st.dialed.IsValid() {
 		st.dialed = st.target.addrs[0]
@@ -263,3 +279,9 @@ func (b *copyBuffers) Get() []byte {
 func (b *copyBuffers) Put(buf []byte) { b.p.Put(&buf) }
 
 var responseBuffers = &copyBuffers{}
+
+// noBody is an empty request body the transport cannot rewind.
+type noBody struct{}
+
+func (noBody) Read([]byte) (int, error) { return 0, io.EOF }
+func (noBody) Close() error             { return nil }
