@@ -534,11 +534,12 @@ func peerPid(ctx context.Context, path string) (int, error) {
 // pid namespace of its own, in a cgroup named after the container).
 func (p *hostProcess) ownNamespaces() error {
 	for _, ns := range []string{"net", "mnt"} {
-		var theirs, ours unix.Stat_t
+		var theirs unix.Stat_t
 		if err := unix.Fstatat(p.dir, "ns/"+ns, &theirs, 0); err != nil {
 			return notHere(p.pid, fmt.Sprintf("has a %s namespace that cannot be read: %v", ns, err))
 		}
-		if err := unix.Stat("/proc/self/ns/"+ns, &ours); err != nil {
+		ours, err := hostNamespace(ns)
+		if err != nil {
 			return notHere(p.pid, fmt.Sprintf("cannot be compared with this host's %s namespace: %v", ns, err))
 		}
 		if theirs.Dev == ours.Dev && theirs.Ino == ours.Ino {
@@ -546,4 +547,30 @@ func (p *hostProcess) ownNamespaces() error {
 		}
 	}
 	return nil
+}
+
+// hostNamespaces are this process's network and mount namespaces as they
+// were when it started: read once, before any thread entered a
+// container's namespace (readiness and the route removal do, on a locked
+// thread, which may be the one /proc/self names), so that a comparison
+// never takes a container's namespace for this host's.
+var hostNamespaces = func() map[string]nsID {
+	m := map[string]nsID{}
+	for _, ns := range []string{"net", "mnt"} {
+		var st unix.Stat_t
+		if err := unix.Stat("/proc/thread-self/ns/"+ns, &st); err == nil {
+			m[ns] = nsID{Dev: st.Dev, Ino: st.Ino}
+		}
+	}
+	return m
+}()
+
+type nsID struct{ Dev, Ino uint64 }
+
+func hostNamespace(ns string) (nsID, error) {
+	id, ok := hostNamespaces[ns]
+	if !ok {
+		return nsID{}, errors.New("it could not be read when the program started")
+	}
+	return id, nil
 }
