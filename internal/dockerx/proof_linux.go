@@ -536,6 +536,9 @@ func (p *hostProcess) ownNamespaces() error {
 	for _, ns := range []string{"net", "mnt"} {
 		var theirs unix.Stat_t
 		if err := unix.Fstatat(p.dir, "ns/"+ns, &theirs, 0); err != nil {
+			if p.ended() {
+				return gone(p.pid) // it exited meanwhile: its namespaces are gone with it
+			}
 			return notHere(p.pid, fmt.Sprintf("has a %s namespace that cannot be read: %v", ns, err))
 		}
 		ours, err := hostNamespace(ns)
