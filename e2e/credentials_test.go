@@ -227,21 +227,11 @@ func TestPlaceholderToOtherHostRefused(t *testing.T) {
 	// picks; the agent's fixed address there is only taken when the agent
 	// starts (it is created ahead), so wait until it runs (it sleeps 25 s).
 	crWaitRunning(t, r.id, "agent", 2*time.Minute)
-	internal := ""
-	for _, n := range strings.Fields(docker(t, "network", "ls", "--format", "{{.Name}}", "--filter", "label=mcpsidecar.e2e="+r.id)) {
-		if strings.HasSuffix(n, "-internal") {
-			internal = n
-		}
-	}
-	if internal == "" || placeholder == "" {
-		t.Fatalf("internal network %q, placeholder %q", internal, placeholder)
+	if placeholder == "" {
+		t.Fatal("the agent holds no placeholder")
 	}
 	send := func(args ...string) map[string]any {
-		name := "mcpsidecar-e2e-" + r.id + "-hostile-" + RandHex(3)
-		t.Cleanup(func() { dockerErr("rm", "-f", name) })
-		base := []string{"run", "--rm", "--name", name, "--label", "mcpsidecar.test=1", "--network", internal,
-			"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532", s.image, "send"}
-		out := docker(t, append(base, args...)...)
+		out := r.sendFromInside(t, s, args...)
 		var res map[string]any
 		if err := json.Unmarshal([]byte(out), &res); err != nil {
 			t.Fatalf("send output %q: %v", out, err)
@@ -402,4 +392,25 @@ func TestCredentialDoctorRefusal(t *testing.T) {
 	}
 	agCheckNoSecret(t, runDir, s.key)
 	agCheckNothingLeft(t, r.id)
+}
+
+// sendFromInside runs the fixture's send command (args) in a hostile
+// stand-in for the workload, hardened like it, on the run's internal
+// network, and returns what it printed.
+func (r *crRun) sendFromInside(t *testing.T, s agSetup, args ...string) string {
+	t.Helper()
+	internal := ""
+	for _, n := range strings.Fields(docker(t, "network", "ls", "--format", "{{.Name}}", "--filter", "label=mcpsidecar.e2e="+r.id)) {
+		if strings.HasSuffix(n, "-internal") {
+			internal = n
+		}
+	}
+	if internal == "" {
+		t.Fatalf("run %s has no internal network", r.id)
+	}
+	name := "mcpsidecar-e2e-" + r.id + "-hostile-" + RandHex(3)
+	t.Cleanup(func() { dockerErr("rm", "-f", name) })
+	base := []string{"run", "--rm", "--name", name, "--label", "mcpsidecar.test=1", "--network", internal,
+		"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532", s.image, "send"}
+	return docker(t, append(base, args...)...)
 }

@@ -161,22 +161,10 @@ func TestHeldValueChainInRun(t *testing.T) {
 	r := crStart(t, s, "task", "--x-workload-cmd", "x-sleep,25s")
 	placeholder := crEnv(t, crInspect(t, r.id, "agent", 2*time.Minute))["OPENAI_API_KEY"]
 	crWaitRunning(t, r.id, "agent", 2*time.Minute)
-	internal := ""
-	for _, n := range strings.Fields(docker(t, "network", "ls", "--format", "{{.Name}}", "--filter", "label=mcpsidecar.e2e="+r.id)) {
-		if strings.HasSuffix(n, "-internal") {
-			internal = n
-		}
+	if placeholder == "" {
+		t.Fatal("the agent holds no placeholder")
 	}
-	if internal == "" || placeholder == "" {
-		t.Fatalf("internal network %q, placeholder %q", internal, placeholder)
-	}
-	send := func(args ...string) string {
-		name := "mcpsidecar-e2e-" + r.id + "-hostile-" + RandHex(3)
-		t.Cleanup(func() { dockerErr("rm", "-f", name) })
-		base := []string{"run", "--rm", "--name", name, "--label", "mcpsidecar.test=1", "--network", internal,
-			"--read-only", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--user", "65532:65532", s.image, "send"}
-		return docker(t, append(base, args...)...)
-	}
+	send := func(args ...string) string { return r.sendFromInside(t, s, args...) }
 	echoed := send("--url", "http://egress-gateway:3129/"+agModelHost+"/v1/echo", "--header", "Authorization: Bearer "+placeholder)
 	if strings.Contains(echoed, s.key) || !strings.Contains(echoed, "Bearer ***") {
 		t.Errorf("the echoed answer the stand-in read: %s; want the key scrubbed", echoed)
