@@ -438,7 +438,7 @@ func TestHarnessSIGKILLThenGC(t *testing.T) {
 	if n := strings.Count(g.Stdout.String(), "removed mount "+runsDir+"/"); n != 3 {
 		t.Errorf("gc removed %d output mounts of the killed run, want 3 (one per role):\n%s", n, g.Stdout.String())
 	}
-	if !strings.Contains(g.Stdout.String(), "removed 3 container(s) and 2 network(s)") && !strings.Contains(g.Stdout.String(), "removed") {
+	if !strings.Contains(g.Stdout.String(), "removed 3 container(s), 2 network(s)") && !strings.Contains(g.Stdout.String(), "removed") {
 		t.Errorf("gc output:\n%s", g.Stdout.String())
 	}
 }

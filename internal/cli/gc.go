@@ -87,7 +87,7 @@ func runGC(ctx context.Context, s Streams, kept, asJSON bool) error {
 		return errors.Join(writeJSONDoc(s.Out, gcSchema, got), err) // the document, and a failed removal still fails
 	}
 	printRemoved(s.Out, got)
-	fmt.Fprintf(s.Out, "gc: removed %d container(s) and %d network(s)\n", len(got.Containers), len(got.Networks))
+	fmt.Fprintf(s.Out, "gc: removed %d container(s), %d network(s) and %d volume(s)\n", len(got.Containers), len(got.Networks), len(got.Volumes))
 	if !kept {
 		sayKept(ctx, s, eng, sel)
 	}
@@ -119,6 +119,9 @@ func printRemoved(w io.Writer, got orchestrate.Collected) {
 	}
 	for _, n := range got.Networks {
 		fmt.Fprintf(w, "removed network %s (run %s)\n", n.Name, n.Labels[orchestrate.LabelRun])
+	}
+	for _, v := range got.Volumes {
+		fmt.Fprintf(w, "removed volume %s (run %s)\n", v.Name, v.Labels[orchestrate.LabelRun])
 	}
 }
 

@@ -64,7 +64,7 @@ func translate(s ContainerSpec) (*container.Config, *container.HostConfig, *netw
 		return nil, nil, nil, err
 	}
 	first := s.Networks[0]
-	if first.Network == "none" {
+	if first.Network == "none" || strings.HasPrefix(first.Network, "container:") {
 		return cfg, host, nil, nil
 	}
 	for _, a := range s.Networks[1:] { // connected after create: checked now, before anything exists
@@ -127,6 +127,7 @@ func hostConfig(s ContainerSpec) (*container.HostConfig, error) {
 		DNSOptions:     s.DNSOptions,
 		ExtraHosts:     s.ExtraHosts,
 		MaskedPaths:    s.MaskedPaths,
+		PidMode:        container.PidMode(s.PidMode),
 		Resources: container.Resources{
 			Memory: s.MemoryBytes, MemorySwap: s.MemorySwapBytes, NanoCPUs: s.NanoCPUs, Ulimits: ulimits(s.Ulimits),
 		},

@@ -34,6 +34,15 @@ type Engine interface {
 	KillContainer(ctx context.Context, id, signal string) error
 	RemoveContainer(ctx context.Context, id string) error
 	ListContainers(ctx context.Context, labels map[string]string) ([]Resource, error)
+	// CreateVolume, VolumeOptions, RemoveVolume and ListVolumes manage
+	// the local driver's volumes that hold the roles' output (volumes.go).
+	CreateVolume(ctx context.Context, v VolumeSpec) error
+	VolumeOptions(ctx context.Context, name string) (driver string, opts, labels map[string]string, err error)
+	RemoveVolume(ctx context.Context, name string) error
+	ListVolumes(ctx context.Context, labels map[string]string) ([]Resource, error)
+	// Exec runs a command in a running container and copies its output;
+	// a non-zero exit is an *ExecError.
+	Exec(ctx context.Context, id, user string, argv []string, stdout, stderr io.Writer) error
 	// PeakMemory follows the container's memory statistics until it exits
 	// or ctx ends; the returned function reports the highest usage seen.
 	PeakMemory(ctx context.Context, id string) func() uint64

@@ -177,3 +177,13 @@ func listeningIn(table string, port int) bool {
 	}
 	return false
 }
+
+// DropRouteCommand is our binary's hidden command that removes the
+// default routes of the network namespace it runs in
+// ([DropDefaultRoutesHere]); the host runs it as a helper container that
+// shares one role's network namespace, on old engines.
+const DropRouteCommand = "net-drop-default-route"
+
+// DropDefaultRoutesHere removes every default route of the calling
+// process's network namespace and checks that none is left.
+func DropDefaultRoutesHere() error { return dropDefaultRoutes() }

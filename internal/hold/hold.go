@@ -21,6 +21,11 @@ const Env = "MCPSIDECAR_HOLD_FILE"
 // File is the release file's name in the role's output directory.
 const File = ".mcpsidecar-start"
 
+// ReleaseCommand is our binary's hidden command that creates a release
+// file (--file PATH): how the host releases a held role whose output
+// directory is an engine volume, by an exec in the output holder.
+const ReleaseCommand = "hold-release"
+
 // Timeout bounds how long a held role waits for the harness.
 const Timeout = 2 * time.Minute
 
@@ -62,4 +67,23 @@ func Wait(file string, timeout time.Duration) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// CreateReleaseFile creates the release file at path, never through a
+// link and never over an existing file (the directory is the role's):
+// ReleaseCommand's work.
+func CreateReleaseFile(path string) error {
+	if filepath.Base(path) != File || !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return fmt.Errorf("%s is not an absolute, clean path to a %s file", path, File)
+	}
+	root, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	f, err := root.OpenFile(File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

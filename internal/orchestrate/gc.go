@@ -66,6 +66,9 @@ func (s Selection) filter(rs []dockerx.Resource) []dockerx.Resource {
 type Collected struct {
 	Containers []dockerx.Resource `json:"containers"`
 	Networks   []dockerx.Resource `json:"networks"`
+	// Volumes are output volumes (runs whose output went through the
+	// engine); removed after the containers that used them.
+	Volumes []dockerx.Resource `json:"volumes"`
 }
 
 // GC removes containers, then networks, left by dead harness processes,
@@ -74,10 +77,11 @@ func GC(ctx context.Context, e dockerx.Engine, host string, alive func(int) bool
 	return Sweep(ctx, e, Selection{Host: host, Alive: alive})
 }
 
-// Sweep removes the selected containers, then the selected networks. It
+// Sweep removes the selected containers, then the selected networks and
+// volumes. It
 // goes on past errors and returns them joined.
 func Sweep(ctx context.Context, e dockerx.Engine, sel Selection) (Collected, error) {
-	got := Collected{Containers: []dockerx.Resource{}, Networks: []dockerx.Resource{}}
+	got := Collected{Containers: []dockerx.Resource{}, Networks: []dockerx.Resource{}, Volumes: []dockerx.Resource{}}
 	match := map[string]string{LabelApp: "1"}
 	cs, err := e.ListContainers(ctx, match)
 	if err != nil {
@@ -101,6 +105,17 @@ func Sweep(ctx context.Context, e dockerx.Engine, sel Selection) (Collected, err
 			continue
 		}
 		got.Networks = append(got.Networks, n)
+	}
+	vs, err := e.ListVolumes(ctx, match)
+	if err != nil {
+		return got, errors.Join(append(errs, fmt.Errorf("listing volumes: %w", err))...)
+	}
+	for _, v := range sel.filter(vs) {
+		if err := e.RemoveVolume(ctx, v.ID); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		got.Volumes = append(got.Volumes, v)
 	}
 	return got, errors.Join(errs...)
 }

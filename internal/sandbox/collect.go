@@ -20,6 +20,7 @@ import (
 // the host refuses to copy (a planted link, a FIFO, too large) is recorded,
 // never followed.
 func (j *job) collect(ctx context.Context) error {
+	j.readOutputVolumes(ctx) // outputvolume.go: output that went to engine volumes
 	var errs []error
 	if j.running != nil {
 		errs = append(errs, j.writeArtifact(runs.FileStdout, j.stdout.Bytes()), j.writeArtifact(runs.FileStderr, j.stderr.Bytes()))

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -62,8 +63,11 @@ type outputMounts struct {
 // mountOutputs makes every writable bind mount of the plan noexec on the
 // host. Each must be a directory of this run: a writable mount from
 // anywhere else is refused rather than remounted.
-func (j *job) mountOutputs(plan *orchestrate.Plan) error {
+func (j *job) mountOutputs(ctx context.Context, plan *orchestrate.Plan) error {
 	j.noexec = &outputMounts{targets: map[string][]string{}}
+	if j.volumeMode {
+		return j.useOutputVolumes(ctx, plan)
+	}
 	if j.o.Kube == nil && !j.meta.Engine.Local {
 		// The engine binds the paths on its own host, and its
 		// containers' mounts cannot be read from here (no process of
@@ -153,8 +157,8 @@ func outputTarget(plan *orchestrate.Plan) string {
 // not judged here (the launcher checks for itself before a workload
 // runs).
 func (j *job) checkOutputMount(role string) error {
-	if j.noexec == nil || j.noexec.accepted {
-		return nil
+	if j.noexec == nil || j.noexec.accepted || j.volumes != nil {
+		return nil // a volume's options were read back when it was made (checkVolume)
 	}
 	c := j.sess.Find(role)
 	if c == nil || c.Pid <= 0 || errors.Is(c.ProcessErr, dockerx.ErrProcessGone) {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -21,8 +22,9 @@ import (
 // workload in a directory it controls, so a hostile workload can forge
 // it; the kernel's /proc/<pid>/status cannot be forged from inside.
 type observer struct {
-	mu   sync.Mutex
-	seen map[string]runs.Observation
+	mu      sync.Mutex
+	seen    map[string]runs.Observation
+	claimed map[string]bool // roles whose observation has begun
 	wg   sync.WaitGroup
 	stop chan struct{}
 }
@@ -93,6 +95,20 @@ func observe(p dockerx.Process) runs.Observation {
 		NoNewPrivs: st.NoNewPrivs, CapEff: fmt.Sprintf("%016x", st.CapEff), UID: st.UID}
 }
 
+// claim reports whether role's observation may begin: only once.
+func (o *observer) claim(role string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.claimed == nil {
+		o.claimed = map[string]bool{}
+	}
+	if o.claimed[role] {
+		return false
+	}
+	o.claimed[role] = true
+	return true
+}
+
 func (o *observer) record(role string, ob runs.Observation) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -112,6 +128,10 @@ func (o *observer) close() map[string]runs.Observation {
 func (j *job) observeRole(role string) {
 	c := j.sess.Find(role)
 	if c == nil || j.obs == nil || (role == orchestrate.RoleGateway && j.o.squid()) {
+		return
+	}
+	if j.volumes != nil { // the report is in an engine volume: look through the engine
+		j.startObserving(context.Background(), c, false)
 		return
 	}
 	j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c)

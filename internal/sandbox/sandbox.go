@@ -160,6 +160,8 @@ type job struct {
 	watchDone chan struct{}
 	own       *ownRun       // the user's workload, when one runs (workload.go)
 	noexec    *outputMounts // the output directories' noexec mounts (outputmount.go)
+	volumeMode bool // the output goes to engine volumes (outputvolume.go, wantVolumes)
+	volumes   *outputVolumes // the output volumes and their holder, when output goes through the engine (outputvolume.go)
 	kube      *kubeRun      // the run's namespace on the Kubernetes backend (kube.go)
 	layers    *kube.Layers  // test-sandbox on Kubernetes: the measured network layers (kube_layers.go)
 }
@@ -227,7 +229,9 @@ func (j *job) execute(ctx context.Context) error {
 	if j.o.Kube != nil {
 		return j.kubeApply(ctx)
 	}
-	j.startOutputCap(ctx)
+	if j.volumes == nil { // a volume's size and inode limits are hard ones
+		j.startOutputCap(ctx)
+	}
 	return j.sess.Apply(ctx, orchestrate.Hooks{
 		Phase: j.phases.do, Done: j.phaseDone, Stdout: io.MultiWriter(j.s.Out, &j.stdout), Stderr: io.MultiWriter(j.s.Err, &j.stderr),
 		ReadyTimeout: j.o.ReadyTimeout, Timeout: j.o.Timeout, StopAtExit: !j.o.Keep,
@@ -347,8 +351,8 @@ func (j *job) checkHost() error {
 func (j *job) gc(ctx context.Context) {
 	host, _ := os.Hostname()
 	got, err := orchestrate.GC(ctx, j.engine, host, orchestrate.PIDAlive)
-	if n := len(got.Containers) + len(got.Networks); n > 0 && !j.o.Quiet {
-		fmt.Fprintf(j.s.Err, "gc: removed %d container(s) and %d network(s) left by dead runs\n", len(got.Containers), len(got.Networks))
+	if n := len(got.Containers) + len(got.Networks) + len(got.Volumes); n > 0 && !j.o.Quiet {
+		fmt.Fprintf(j.s.Err, "gc: removed %d container(s), %d network(s) and %d volume(s) left by dead runs\n", len(got.Containers), len(got.Networks), len(got.Volumes))
 	}
 	if err != nil {
 		fmt.Fprintf(j.s.Err, "warning: gc: %v\n", err)
@@ -519,7 +523,7 @@ func (j *job) teardown(ctx context.Context) error {
 			j.meta.RemoveCommand[2], j.dir.ID, filepath.Dir(j.dir.Path))
 		return nil
 	}
-	return j.sess.Teardown(ctx)
+	return errors.Join(j.sess.Teardown(ctx), j.removeOutputVolumes(ctx))
 }
 
 // secureRunDir makes the role folders safe and readable by the user who

@@ -33,6 +33,11 @@ func (j *job) makeRunDir(ctx context.Context) error {
 		return err
 	}
 	j.writeMetadata()
+	if j.o.Kube == nil {
+		if j.volumeMode, err = j.wantVolumes(); err != nil { // outputvolume.go
+			return err
+		}
+	}
 	in, err := j.planInput()
 	if err != nil {
 		return err
@@ -63,13 +68,20 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := j.mountOutputs(&plan); err != nil { // outputmount.go
+	if err := j.mountOutputs(ctx, &plan); err != nil { // outputmount.go, outputvolume.go
 		return err
 	}
 	j.sess = newSession(j.engine, plan)
 	j.obs = newObserver()
 	j.sess.Prepare = j.dropDefaultRoute
-	j.sess.Release = func(st orchestrate.Step) error { return hold.Release(st.Role, j.dir.Write) }
+	j.sess.Release = func(st orchestrate.Step) error {
+		if j.volumes != nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
+			defer cancel()
+			return j.releaseHeld(rctx, st.Role)
+		}
+		return hold.Release(st.Role, j.dir.Write)
+	}
 	j.startWatch(ctx)
 	return nil
 }
@@ -109,7 +121,16 @@ func (j *job) stopWatch() {
 // process here (a remote or virtualised engine); entering its namespace
 // as root would delete a default route of whatever namespace it is in,
 // this host's own included.
-func (j *job) dropDefaultRoute(_ context.Context, c *orchestrate.Container) error {
+func (j *job) dropDefaultRoute(ctx context.Context, c *orchestrate.Container) error {
+	if j.volumes != nil { // the engine-only path: helpers in the container's namespaces
+		if j.oldEngine() {
+			if err := j.dropRouteByHelper(ctx, c); err != nil {
+				return err
+			}
+		}
+		j.startObserving(ctx, c, true) // before the role is released: it cannot end unseen
+		return nil
+	}
 	role := c.Step.Role
 	if c.Process == nil {
 		return exitcode.WithHint(exitcode.Unavailable,
@@ -198,7 +219,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv, orchestrate.RoleGateway: creds.Gateway},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels, Keep: j.o.Keep,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
-		HoldInternal: j.oldEngine(), GatewayEngine: j.o.GatewayEngine, SquidImage: j.o.SquidImage,
+		HoldInternal: j.oldEngine() || j.volumeMode, GatewayEngine: j.o.GatewayEngine, SquidImage: j.o.SquidImage,
 	}, nil
 }
 

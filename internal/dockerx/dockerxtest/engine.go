@@ -111,6 +111,12 @@ type Engine struct {
 	Status    func(pid int) (dockerx.ProcStatus, error)
 	Mountinfo func(pid int) ([]byte, error)
 
+	// Volumes are the volumes created and not removed, by name.
+	Volumes map[string]dockerx.VolumeSpec
+	// ExecFunc, when set, answers Exec (recorded "exec ID USER ARGV...");
+	// nil: every exec fails.
+	ExecFunc func(id, user string, argv []string, stdout, stderr io.Writer) error
+
 	waits   map[string]chan dockerx.WaitResult
 	started map[string]bool
 }
@@ -119,7 +125,7 @@ type Engine struct {
 func New() *Engine {
 	return &Engine{Images: map[string]bool{}, CreateErr: map[string]error{}, StartErr: map[string]error{},
 		ExitOnStart: map[string]int{}, Output: map[string]string{}, RemoveErr: map[string]error{}, IP: "10.99.0.2",
-		Specs: map[string]dockerx.ContainerSpec{}, waits: map[string]chan dockerx.WaitResult{}, started: map[string]bool{}}
+		Specs: map[string]dockerx.ContainerSpec{}, Volumes: map[string]dockerx.VolumeSpec{}, waits: map[string]chan dockerx.WaitResult{}, started: map[string]bool{}}
 }
 
 // StaticELF is a minimal static x86-64 ELF header followed by tail: enough
@@ -471,3 +477,72 @@ func (f *Engine) DialNetns(ctx context.Context, pid int, addr string) (net.Conn,
 
 var _ dockerx.Engine = (*Engine)(nil)
 var _ dockerx.Pusher = (*Engine)(nil)
+
+// CreateVolume records "create-volume NAME"; a name in use is an error,
+// as on the real engine's CreateVolume.
+func (f *Engine) CreateVolume(_ context.Context, v dockerx.VolumeSpec) error {
+	if err := f.recordFallible("create-volume %s", v.Name); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.Volumes[v.Name]; ok {
+		return fmt.Errorf("dockerxtest: volume %s exists", v.Name)
+	}
+	f.Volumes[v.Name] = v
+	return nil
+}
+
+// VolumeOptions answers for a volume CreateVolume made.
+func (f *Engine) VolumeOptions(_ context.Context, name string) (string, map[string]string, map[string]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.Volumes[name]
+	if !ok {
+		return "", nil, nil, fmt.Errorf("dockerxtest: no such volume %s", name)
+	}
+	return "local", v.DriverOpts, v.Labels, nil
+}
+
+// RemoveVolume records "remove-volume NAME".
+func (f *Engine) RemoveVolume(_ context.Context, name string) error {
+	f.Record("remove-volume %s", name)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.Volumes, name)
+	return nil
+}
+
+// ListVolumes lists the volumes created and not removed that carry every
+// label given (a label with an empty value: any value).
+func (f *Engine) ListVolumes(_ context.Context, labels map[string]string) ([]dockerx.Resource, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []dockerx.Resource
+	for name, v := range f.Volumes {
+		match := true
+		for k, want := range labels {
+			if got, ok := v.Labels[k]; !ok || (want != "" && got != want) {
+				match = false
+			}
+		}
+		if match {
+			out = append(out, dockerx.Resource{ID: name, Name: name, Labels: v.Labels})
+		}
+	}
+	slices.SortFunc(out, func(a, b dockerx.Resource) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// Exec records "exec ID USER ARGV..." and answers with ExecFunc; the
+// container must have been started and not removed.
+func (f *Engine) Exec(_ context.Context, id, user string, argv []string, stdout, stderr io.Writer) error {
+	f.Record("exec %s %s %s", id, user, strings.Join(argv, " "))
+	if !f.known(id) {
+		return ErrNoSuchContainer
+	}
+	if f.ExecFunc == nil {
+		return errors.New("dockerxtest: exec not scripted")
+	}
+	return f.ExecFunc(id, user, argv, stdout, stderr)
+}

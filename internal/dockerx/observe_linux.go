@@ -1,0 +1,83 @@
+package dockerx
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ObserveCommand is our binary's hidden command that reads, from a helper
+// container sharing only a role container's pid namespace
+// (--pid container:<id>), the kernel's account of the role's main
+// process ([ObserveRoleHere]): how the host observes a role's hardening
+// through the engine alone, with no /proc of this host.
+const ObserveCommand = "observe-role"
+
+// ObserveWatching is the line the observe-role helper prints on stderr
+// once it has read the role's process: the host releases a held role
+// only after it.
+const ObserveWatching = "observe-role: watching"
+
+// ObserveRoleHere finds the role's main process in this pid namespace
+// (the lowest pid that is neither this process nor docker-init) and reads
+// its status until it shows the role's own hardening applied (seccomp
+// filter mode with two filters or more, no_new_privs) or timeout passes;
+// it returns the last status read. It fails when no process other than
+// this one and docker-init was ever found. watching is called once, at
+// the first status read.
+func ObserveRoleHere(timeout time.Duration, watching func()) (ProcStatus, error) {
+	deadline := time.Now().Add(timeout)
+	var last ProcStatus
+	seen := false
+	for {
+		st, err := readRoleStatus()
+		if err == nil {
+			if !seen && watching != nil {
+				watching()
+			}
+			last, seen = st, true
+			if st.Seccomp == 2 && st.SeccompFilters >= 2 && st.NoNewPrivs {
+				return st, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			if !seen {
+				return ProcStatus{}, fmt.Errorf("no role process found in the pid namespace within %s: %v", timeout, err)
+			}
+			return last, nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readRoleStatus reads the status of the lowest pid in /proc that is not
+// this process and not docker-init.
+func readRoleStatus() (ProcStatus, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return ProcStatus{}, err
+	}
+	var pids []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() {
+			pids = append(pids, pid)
+		}
+	}
+	slices.Sort(pids)
+	for _, pid := range pids {
+		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if err != nil || strings.TrimSpace(string(comm)) == "docker-init" {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+		if err != nil {
+			continue
+		}
+		return parseProcStatus(string(data))
+	}
+	return ProcStatus{}, errors.New("no role process in this pid namespace")
+}

@@ -1,0 +1,200 @@
+package sandbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+)
+
+// helperTimeout bounds one helper: an exec in the output holder, or a
+// short-lived helper container from create to removal.
+const helperTimeout = 30 * time.Second
+
+// dropRouteByHelper removes the default route an old engine gives a held
+// container on an internal network, through the engine alone: a helper
+// container of our image that joins only that container's network
+// namespace (container:<id>), with CAP_NET_ADMIN and nothing else, runs
+// the route removal and exits. No namespace of this host is entered,
+// whatever the engine's process ids name here. A helper that fails
+// leaves the route, recorded as a degradation, as the host path does.
+func (j *job) dropRouteByHelper(ctx context.Context, c *orchestrate.Container) error {
+	ctx, cancel := context.WithTimeout(ctx, helperTimeout)
+	defer cancel()
+	role := c.Step.Role
+	hs := j.helperSpec(c, "route", []string{dockerx.DropRouteCommand})
+	hs.User, hs.CapAdd = "0:0", []string{"NET_ADMIN"}
+	hs.Networks = []dockerx.Attachment{{Network: "container:" + c.ID}}
+	_, err := j.runHelper(ctx, hs)
+	if err != nil {
+		d := fmt.Sprintf("%s keeps the default route of its internal network: the route helper failed: %v", role, err)
+		j.meta.Degradations = append(j.meta.Degradations, d)
+		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
+	}
+	return nil
+}
+
+// runHelper creates, starts and waits for a helper container, and removes
+// it on every path; it returns the helper's stdout. A non-zero exit is an
+// error with the end of its output.
+func (j *job) runHelper(ctx context.Context, hs dockerx.ContainerSpec) ([]byte, error) {
+	h, err := j.startHelper(ctx, hs)
+	if err != nil {
+		return nil, err
+	}
+	return h.finish(ctx)
+}
+
+// helper is a started helper container.
+type helper struct {
+	j      *job
+	name   string
+	id     string
+	waited <-chan dockerx.WaitResult
+}
+
+// startHelper creates and starts a helper container; on failure nothing
+// is left.
+func (j *job) startHelper(ctx context.Context, hs dockerx.ContainerSpec) (*helper, error) {
+	id, err := j.engine.CreateContainer(ctx, hs)
+	if err != nil {
+		return nil, fmt.Errorf("creating helper %s: %w", hs.Name, err)
+	}
+	h := &helper{j: j, name: hs.Name, id: id, waited: j.engine.WaitContainer(ctx, id)}
+	if err := j.engine.StartContainer(ctx, id); err != nil {
+		h.remove(ctx)
+		return nil, fmt.Errorf("starting helper %s: %w", hs.Name, err)
+	}
+	return h, nil
+}
+
+func (h *helper) remove(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
+	defer cancel()
+	if err := h.j.engine.RemoveContainer(rctx, h.id); err != nil {
+		fmt.Fprintf(h.j.s.Err, "warning: helper %s left behind (mcpsidecar gc removes it): %v\n", h.name, err)
+	}
+}
+
+// awaitWatching waits until an observe-role helper says it has read the
+// role's process (dockerx.ObserveWatching on its stderr), or has ended.
+func (h *helper) awaitWatching(ctx context.Context) error {
+	for {
+		var errb capBuffer
+		if err := h.j.engine.Logs(ctx, h.id, io.Discard, &errb); err != nil {
+			return fmt.Errorf("reading helper %s's output: %w", h.name, err)
+		}
+		if bytes.Contains(errb.Bytes(), []byte(dockerx.ObserveWatching)) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("helper %s never read the role's process: %w", h.name, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// finish waits for the helper's end, reads its output and removes it.
+func (h *helper) finish(ctx context.Context) ([]byte, error) {
+	defer h.remove(ctx)
+	var res dockerx.WaitResult
+	select {
+	case res = <-h.waited:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("helper %s: %w", h.name, ctx.Err())
+	}
+	if res.Err != nil {
+		return nil, fmt.Errorf("waiting for helper %s: %w", h.name, res.Err)
+	}
+	var out, errb capBuffer
+	if err := h.j.engine.Logs(ctx, h.id, &out, &errb); err != nil {
+		return nil, fmt.Errorf("reading helper %s's output: %w", h.name, err)
+	}
+	if res.ExitCode != 0 {
+		return nil, fmt.Errorf("helper %s exited with code %d: %s", h.name, res.ExitCode, strings.TrimSpace(lastLines(string(errb.Bytes()), 3)))
+	}
+	return out.Bytes(), nil
+}
+
+// helperSpec is a helper container of our image: no network of its own,
+// no capability but add, read-only, the role's seccomp profile and
+// no-new-privileges, small limits; it carries c's labels (gc finds it)
+// under the role kind.
+func (j *job) helperSpec(c *orchestrate.Container, kind string, cmd []string) dockerx.ContainerSpec {
+	labels := maps.Clone(c.Step.Spec.Labels)
+	labels[orchestrate.LabelRole] = c.Step.Role + "-" + kind
+	return dockerx.ContainerSpec{
+		Name: c.Step.Spec.Name + "-" + kind, Image: j.image.Tag, Cmd: cmd,
+		User: spec.User, Labels: labels, Networks: []dockerx.Attachment{{Network: "none"}},
+		ReadOnlyRootfs: true, CapDrop: []string{"ALL"}, CapAdd: []string{},
+		SecurityOpt: holderSecurity(c.Step.Spec.SecurityOpt), PidsLimit: 8, MemoryBytes: 32 << 20, MemorySwapBytes: 32 << 20,
+		DNS: []string{}, DNSOptions: []string{}, ExtraHosts: []string{}, StopTimeout: time.Second,
+	}
+}
+
+// startObserving reads a role's process from outside through the engine
+// alone: a helper that shares only the role container's pid namespace
+// (observe-role) waits for the role's own hardening and prints the
+// kernel's status of its process. It returns once the helper runs (a
+// held role, released after, cannot end unseen); the observation is
+// recorded when the helper ends. A role the helper could not read is not
+// observed, and that fails its check (Unproven): it was not looked at.
+// A role is observed once. held: the role waits for its release, and
+// startObserving returns only once the helper has read its process.
+func (j *job) startObserving(ctx context.Context, c *orchestrate.Container, held bool) {
+	role := c.Step.Role
+	if j.obs == nil || !j.obs.claim(role) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
+	hs := j.helperSpec(c, "observe", []string{dockerx.ObserveCommand, "--timeout", "20s"})
+	hs.PidMode = "container:" + c.ID
+	h, err := j.startHelper(ctx, hs)
+	if err == nil && held {
+		err = h.awaitWatching(ctx)
+	}
+	j.obs.wg.Add(1)
+	go func() {
+		defer j.obs.wg.Done()
+		defer cancel()
+		var out []byte
+		if err == nil {
+			out, err = h.finish(ctx)
+		}
+		j.obs.record(role, helperObservation(out, err))
+	}()
+}
+
+// helperObservation is what an observe-role helper's answer says.
+func helperObservation(out []byte, err error) runs.Observation {
+	if err != nil {
+		why := "the observing helper could not read the role's process: " + err.Error()
+		return runs.Observation{Detail: "not observed: " + why, Unproven: why}
+	}
+	var st dockerx.ProcStatus
+	if err := json.Unmarshal(bytes.TrimSpace(out), &st); err != nil {
+		why := fmt.Sprintf("the observing helper's answer %q is not a process status: %v", lastLines(string(out), 1), err)
+		return runs.Observation{Detail: "not observed: " + why, Unproven: why}
+	}
+	return runs.Observation{Seen: true, Seccomp: st.Seccomp, SeccompFilters: st.SeccompFilters,
+		NoNewPrivs: st.NoNewPrivs, CapEff: fmt.Sprintf("%016x", st.CapEff), UID: st.UID}
+}
+
+// lastLines is the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
