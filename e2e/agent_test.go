@@ -148,6 +148,8 @@ type agSetup struct {
 	// interruptWhen, when set, is polled during the run; once it holds,
 	// the run is sent SIGINT.
 	interruptWhen func(r agResult) bool
+	// env is added to the run's environment.
+	env []string
 }
 
 func agPrepare(t *testing.T) agSetup {
@@ -209,6 +211,7 @@ allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 		"MCPSIDECAR_CA_BUNDLE="+s.ca,
 		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+r.id,
 	)
+	cmd.Env = append(cmd.Env, s.env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t.Cleanup(func() { agRemoveLeftovers(r.id, fx) })
@@ -494,6 +497,9 @@ func agCheckNothingLeft(t *testing.T, id string) {
 	}
 	if out := docker(t, "network", "ls", "-q", "--filter", filter); out != "" {
 		t.Errorf("networks left: %s", out)
+	}
+	if out := docker(t, "volume", "ls", "-q", "--filter", filter); out != "" {
+		t.Errorf("volumes left: %s", out)
 	}
 }
 

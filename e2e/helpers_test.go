@@ -298,6 +298,17 @@ func Leftovers(t *testing.T, label string) (containers, networks []string) {
 	return containers, networks
 }
 
+// LeftVolumes lists the volumes carrying label (a run whose output went
+// through the engine makes one per role).
+func LeftVolumes(t *testing.T, label string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "volume", "ls", "-q", "--filter", "label="+label).Output()
+	if err != nil {
+		t.Fatalf("docker volume ls: %v", err)
+	}
+	return strings.Fields(string(out))
+}
+
 // CleanupLabelled removes, at the end of the test, every container and
 // network carrying label; register it before creating anything.
 func CleanupLabelled(t *testing.T, label string) {
@@ -310,6 +321,9 @@ func CleanupLabelled(t *testing.T, label string) {
 		if len(ns) > 0 {
 			_ = exec.Command("docker", append([]string{"network", "rm"}, ns...)...).Run()
 		}
+		if vs := LeftVolumes(t, label); len(vs) > 0 {
+			_ = exec.Command("docker", append([]string{"volume", "rm", "-f"}, vs...)...).Run()
+		}
 	})
 }
 
@@ -317,7 +331,8 @@ func CleanupLabelled(t *testing.T, label string) {
 func RequireNothingLeft(t *testing.T, label string) {
 	t.Helper()
 	cs, ns := Leftovers(t, label)
-	if len(cs) > 0 || len(ns) > 0 {
-		t.Errorf("left behind: containers %v, networks %v (label %s)", cs, ns, label)
+	vs := LeftVolumes(t, label)
+	if len(cs) > 0 || len(ns) > 0 || len(vs) > 0 {
+		t.Errorf("left behind: containers %v, networks %v, volumes %v (label %s)", cs, ns, vs, label)
 	}
 }
