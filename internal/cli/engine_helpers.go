@@ -3,8 +3,8 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
-	"time"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 

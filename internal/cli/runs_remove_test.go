@@ -18,7 +18,16 @@ import (
 // request; every other Engine method is absent.
 type leftoverEngine struct {
 	dockerx.Engine
-	containers, networks []dockerx.Resource
+	containers, networks, volumes []dockerx.Resource
+}
+
+func (e *leftoverEngine) ListVolumes(context.Context, map[string]string) ([]dockerx.Resource, error) {
+	return e.volumes, nil
+}
+
+func (e *leftoverEngine) RemoveVolume(_ context.Context, id string) error {
+	e.volumes = without(e.volumes, id)
+	return nil
 }
 
 func (e *leftoverEngine) ListContainers(context.Context, map[string]string) ([]dockerx.Resource, error) {

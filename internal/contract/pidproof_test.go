@@ -32,6 +32,9 @@ var procByPidLeft = map[string]string{
 	"internal/probe/waysout_files.go": "the probe, in the sandbox",
 	// Inside a role's container: kube-stop reads its own pid 1.
 	"internal/cli/kube_hold.go": "kube-stop, in the role's container",
+	// Inside a helper container that shares a role's pid namespace:
+	// observe-role reads the role's status there, not on the host.
+	"internal/dockerx/observe_linux.go": "observe-role, in a helper sharing the role's pid namespace",
 	// The benchmarks' helper reads the harness processes it started on
 	// the host, never a container's.
 	"scripts/internal/benchkit/benchkit.go": "benchmarks, processes they started",

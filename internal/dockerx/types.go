@@ -111,10 +111,10 @@ type ContainerSpec struct {
 	DNSOptions      []string          `json:"dns_options"`
 	ExtraHosts      []string          `json:"extra_hosts"`
 	// MaskedPaths, when not nil, replaces the engine's default list.
-	MaskedPaths []string      `json:"masked_paths"`
+	MaskedPaths []string `json:"masked_paths"`
 	// PidMode joins another container's pid namespace ("container:<id>"):
 	// helpers only; empty is the container's own.
-	PidMode string `json:"pid_mode,omitempty"`
+	PidMode     string        `json:"pid_mode,omitempty"`
 	StopTimeout time.Duration `json:"stop_timeout_ns"`
 }
 

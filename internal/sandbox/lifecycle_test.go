@@ -47,6 +47,21 @@ type rig struct {
 	agentExit int
 	// onAgent is called once the workload started.
 	onAgent func()
+	// volumes holds, by name, the directory standing in for each output
+	// volume (volumeDir).
+	volumes string
+}
+
+// volumeDir is the directory standing in for output volume name.
+func (r *rig) volumeDir(name string) string {
+	if r.volumes == "" {
+		r.volumes = r.t.TempDir()
+	}
+	d := filepath.Join(r.volumes, name)
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		r.t.Fatal(err)
+	}
+	return d
 }
 
 // syncBuffer is a bytes.Buffer for writers on several goroutines.
@@ -81,7 +96,9 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 	if err := os.WriteFile(ca, []byte("ca"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{EnvImageBinary: bin, EnvCABundle: ca}
+	// Output to host directories unless a test says otherwise: the
+	// default depends on this process's euid.
+	env := map[string]string{EnvImageBinary: bin, EnvCABundle: ca, EnvOutput: "bind"}
 	sp, err := spec.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -111,6 +128,13 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 	r.f.OnStart = func(id string) {
 		c := names[id]
 		role := c.Labels[orchestrate.LabelRole]
+		if _, ok := prof.Containers[role]; !ok {
+			return // a helper or the output holder: not a role
+		}
+		out := c.Mounts[0].Source
+		if !filepath.IsAbs(out) { // an output volume: its content in a directory of the test's
+			out = r.volumeDir(out)
+		}
 		pol := prof.Containers[role].Harden
 		if role == orchestrate.RoleAgent && workload == orchestrate.WorkloadProbe {
 			pol = prof.Probe().Harden
@@ -119,7 +143,7 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 		for _, l := range pol.RequiredLayers() {
 			rep.Layers = append(rep.Layers, harden.LayerStatus{Name: l, Required: true, Enforced: true})
 		}
-		if err := harden.WriteReport(c.Mounts[0].Source, rep); err != nil {
+		if err := harden.WriteReport(out, rep); err != nil {
 			t.Errorf("writing %s's report: %v", role, err)
 		}
 		if role == orchestrate.RoleAgent {

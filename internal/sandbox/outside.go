@@ -25,8 +25,8 @@ type observer struct {
 	mu      sync.Mutex
 	seen    map[string]runs.Observation
 	claimed map[string]bool // roles whose observation has begun
-	wg   sync.WaitGroup
-	stop chan struct{}
+	wg      sync.WaitGroup
+	stop    chan struct{}
 }
 
 // observeEvery is how often the observer looks for a role's report.

@@ -18,11 +18,14 @@ import (
 const remote = "the engine's API is tcp://10.0.0.5:2375, not a unix socket on this host"
 
 // acceptExecOutput sets EnvAllowExecOutput for the rig's run.
-func acceptExecOutput(r *rig) {
+func acceptExecOutput(r *rig) { setEnv(r, EnvAllowExecOutput, "1") }
+
+// setEnv sets one variable of the rig's environment.
+func setEnv(r *rig, key, value string) {
 	get := r.o.Getenv
 	r.o.Getenv = func(k string) string {
-		if k == EnvAllowExecOutput {
-			return "1"
+		if k == key {
+			return value
 		}
 		return get(k)
 	}
@@ -43,12 +46,14 @@ func noCreate(t *testing.T, r *rig) {
 // used (no proof asked, no connection, no route touched); readiness is
 // the engine's word; the checks that needed the process fail with the
 // reason. The output directories can be neither made noexec nor checked
-// there: the run stops before anything is created, unless the user
+// there (MCPSIDECAR_OUTPUT=bind: unset, the output goes through the
+// engine): the run stops before anything is created, unless the user
 // accepts it.
 func TestLifecycleEngineNotLocal(t *testing.T) {
 	fakes.use(t, &fakeOverrides{})
 	r := newRig(t, orchestrate.WorkloadCheck)
 	r.f.NotLocal = remote
+	setEnv(r, EnvOutput, "bind")
 	_, err := r.run(context.Background())
 	if code, hint := exitcode.Of(err); code != exitcode.Unavailable || !strings.Contains(err.Error(), "cannot be made noexec, nor checked") ||
 		!strings.Contains(err.Error(), "the engine's process is not on this host") || !strings.Contains(hint, EnvAllowExecOutput) {
@@ -58,6 +63,7 @@ func TestLifecycleEngineNotLocal(t *testing.T) {
 
 	r = newRig(t, orchestrate.WorkloadCheck)
 	r.f.NotLocal = remote
+	setEnv(r, EnvOutput, "bind")
 	acceptExecOutput(r)
 	res, err := r.run(context.Background())
 	if err == nil || !strings.HasPrefix(err.Error(), "verdict: ") {
@@ -92,10 +98,13 @@ func TestLifecycleEngineNotLocal(t *testing.T) {
 
 // TestLifecycleOldEngineNotLocal: an engine older than 26 needs the host
 // to remove each internal container's default route; one that is not
-// local is refused before anything is created.
+// local is refused before anything is created when the output is to be
+// host directories (MCPSIDECAR_OUTPUT=bind); unset, a helper does it
+// (TestLifecycleVolumeOutput).
 func TestLifecycleOldEngineNotLocal(t *testing.T) {
 	r := newRig(t, orchestrate.WorkloadCheck)
 	r.f.VersionString, r.o.AllowOldEngine, r.f.NotLocal = "20.10.24", true, remote
+	setEnv(r, EnvOutput, "bind")
 	res, err := r.run(context.Background())
 	if code, _ := exitcode.Of(err); code != exitcode.Unavailable || !strings.Contains(err.Error(), "default route") ||
 		!strings.Contains(err.Error(), "the engine's process is not on this host") {

@@ -148,22 +148,22 @@ type job struct {
 	sess    *orchestrate.Session
 	labels  map[string]string
 
-	secrets   []string // secret forwarded values, redacted from every artifact (redact.go)
-	stdout    capBuffer
-	stderr    capBuffer
-	agentExit *int
-	running   *orchestrate.Running
-	obs       *observer  // reads each role's process from outside (outside.go)
-	outCap    *outputCap // stops a role whose output passes its cap (outputcap.go)
-	capOver   map[string]string
-	watchStop context.CancelFunc // ends Options.Watch
-	watchDone chan struct{}
-	own       *ownRun       // the user's workload, when one runs (workload.go)
-	noexec    *outputMounts // the output directories' noexec mounts (outputmount.go)
-	volumeMode bool // the output goes to engine volumes (outputvolume.go, wantVolumes)
-	volumes   *outputVolumes // the output volumes and their holder, when output goes through the engine (outputvolume.go)
-	kube      *kubeRun      // the run's namespace on the Kubernetes backend (kube.go)
-	layers    *kube.Layers  // test-sandbox on Kubernetes: the measured network layers (kube_layers.go)
+	secrets    []string // secret forwarded values, redacted from every artifact (redact.go)
+	stdout     capBuffer
+	stderr     capBuffer
+	agentExit  *int
+	running    *orchestrate.Running
+	obs        *observer  // reads each role's process from outside (outside.go)
+	outCap     *outputCap // stops a role whose output passes its cap (outputcap.go)
+	capOver    map[string]string
+	watchStop  context.CancelFunc // ends Options.Watch
+	watchDone  chan struct{}
+	own        *ownRun        // the user's workload, when one runs (workload.go)
+	noexec     *outputMounts  // the output directories' noexec mounts (outputmount.go)
+	volumeMode bool           // the output goes to engine volumes (outputvolume.go, wantVolumes)
+	volumes    *outputVolumes // the output volumes and their holder, when output goes through the engine (outputvolume.go)
+	kube       *kubeRun       // the run's namespace on the Kubernetes backend (kube.go)
+	layers     *kube.Layers   // test-sandbox on Kubernetes: the measured network layers (kube_layers.go)
 }
 
 // Run carries out one whole lifecycle on engine: every phase in order,
@@ -320,13 +320,15 @@ func (j *job) checkLocality(ctx context.Context) error {
 	if l.Local {
 		return nil
 	}
-	if j.oldEngine() {
+	if j.oldEngine() && j.getenv(EnvOutput) == "bind" {
+		// Through the engine (outputvolume.go), a helper removes the
+		// route from inside the container's own namespace.
 		return exitcode.WithHint(exitcode.Unavailable,
 			fmt.Errorf("refused: an engine older than %d (here %s) needs the host to remove the default route inside each internal container, and %v (%s)",
 				minEngineMajor, j.meta.Engine.Version, dockerx.ErrNotOnThisHost, l.Reason),
-			"run mcpsidecar on the engine's host, reaching it by its local unix socket, or upgrade the engine to 26 or later")
+			"run mcpsidecar on the engine's host, reaching it by its local unix socket, leave "+EnvOutput+" unset (the output and the route go through the engine), or upgrade the engine to 26 or later")
 	}
-	fmt.Fprintf(j.s.Err, "warning: %v (%s): readiness is the engine's word, and the checks that read a container's process from this host fail\n",
+	fmt.Fprintf(j.s.Err, "warning: %v (%s): readiness is the engine's word; the host reads no container's process, helpers of the engine do\n",
 		dockerx.ErrNotOnThisHost, l.Reason)
 	return nil
 }

@@ -111,6 +111,9 @@ type Engine struct {
 	Status    func(pid int) (dockerx.ProcStatus, error)
 	Mountinfo func(pid int) ([]byte, error)
 
+	// LogsFunc, when set, writes a container's logs (by id) for Logs;
+	// nil: none.
+	LogsFunc func(id string, stdout, stderr io.Writer)
 	// Volumes are the volumes created and not removed, by name.
 	Volumes map[string]dockerx.VolumeSpec
 	// ExecFunc, when set, answers Exec (recorded "exec ID USER ARGV...");
@@ -383,9 +386,12 @@ func (f *Engine) AttachContainer(_ context.Context, id string, stdout, _ io.Writ
 	return done, nil
 }
 
-func (f *Engine) Logs(_ context.Context, id string, _, _ io.Writer) error {
+func (f *Engine) Logs(_ context.Context, id string, stdout, stderr io.Writer) error {
 	if !f.known(id) {
 		return ErrNoSuchContainer
+	}
+	if f.LogsFunc != nil {
+		f.LogsFunc(id, stdout, stderr)
 	}
 	return nil
 }
