@@ -1,15 +1,17 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
+	"github.com/mcpsidecar/mcpsidecar/internal/inside"
 )
 
 // The Docker backend's hidden helper commands: how the host acts inside a
@@ -18,8 +20,8 @@ import (
 // net-drop-default-route is a short-lived container that shares only a
 // role's network namespace.
 func init() {
-	subcommands = append(subcommands, newHoldReleaseCmd, newDropRouteCmd, newObserveCmd)
-	inContainer[dockerx.ObserveCommand] = true // its stdout is JSON for the host
+	subcommands = append(subcommands, newHoldReleaseCmd, newDropRouteCmd, newObserveCmd, newAwaitReadyCmd)
+	inContainer[inside.ObserveCommand] = true // its stdout is JSON for the host
 }
 
 // newHoldReleaseCmd creates a held role's release file in its output
@@ -57,38 +59,71 @@ func newHoldReleaseCmd(s Streams) *cobra.Command {
 // container on an internal network a default route.
 func newDropRouteCmd(s Streams) *cobra.Command {
 	return &cobra.Command{
-		Use:    dockerx.DropRouteCommand,
+		Use:    inside.DropRouteCommand,
 		Short:  "Remove the default routes of this network namespace (the Docker backend's route fix on old engines)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			if err := dockerx.DropDefaultRoutesHere(); err != nil {
-				return fmt.Errorf("%s: %w", dockerx.DropRouteCommand, err)
+			if err := inside.DropDefaultRoutes(); err != nil {
+				return fmt.Errorf("%s: %w", inside.DropRouteCommand, err)
 			}
-			fmt.Fprintln(s.Err, dockerx.DropRouteCommand+": no default route left")
+			fmt.Fprintln(s.Err, inside.DropRouteCommand+": no default route left")
 			return nil
 		},
 	}
 }
 
 // newObserveCmd prints, as JSON, the kernel's account of the role's main
-// process in the pid namespace it shares (dockerx.ObserveRoleHere): the
+// process in the pid namespace it shares (inside.ObserveRole): the
 // host's outside view of a role's hardening, through a helper container.
 func newObserveCmd(s Streams) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:    dockerx.ObserveCommand,
+		Use:    inside.ObserveCommand,
 		Short:  "Print the status of the role process in this pid namespace (the Docker backend's outside observation)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			st, err := dockerx.ObserveRoleHere(timeout, func() { fmt.Fprintln(s.Err, dockerx.ObserveWatching) })
+			st, err := inside.ObserveRole(timeout, func() { fmt.Fprintln(s.Err, inside.ObserveWatching) })
 			if err != nil {
-				return fmt.Errorf("%s: %w", dockerx.ObserveCommand, err)
+				return fmt.Errorf("%s: %w", inside.ObserveCommand, err)
 			}
 			return json.NewEncoder(s.Out).Encode(st)
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 20*time.Second, "how long to wait for the role's hardening")
+	return cmd
+}
+
+// newAwaitReadyCmd waits until the role whose network namespace it
+// shares answers on its own loopback (inside.AwaitReady): the host's
+// readiness check through a helper container.
+func newAwaitReadyCmd(s Streams) *cobra.Command {
+	var port int
+	var path string
+	var tcp bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:    inside.ReadyCommand + " --port N (--path /P | --tcp)",
+		Short:  "Wait until this network namespace's loopback answers (the Docker backend's readiness through a helper)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if port <= 0 || port > 65535 || (!tcp && !strings.HasPrefix(path, "/")) {
+				return usageErrorf("%s: a --port and a --path starting with / (or --tcp) are required", inside.ReadyCommand)
+			}
+			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
+			defer cancel()
+			if err := inside.AwaitReady(ctx, port, path, tcp); err != nil {
+				return fmt.Errorf("%s: %w", inside.ReadyCommand, err)
+			}
+			fmt.Fprintln(s.Out, inside.Ready)
+			return nil
+		},
+	}
+	cmd.Flags().IntVar(&port, "port", 0, "the loopback port")
+	cmd.Flags().StringVar(&path, "path", "", "the HTTP path that must answer 200")
+	cmd.Flags().BoolVar(&tcp, "tcp", false, "a TCP connection accepted is enough")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait")
 	return cmd
 }

@@ -34,7 +34,7 @@ var procByPidLeft = map[string]string{
 	"internal/cli/kube_hold.go": "kube-stop, in the role's container",
 	// Inside a helper container that shares a role's pid namespace:
 	// observe-role reads the role's status there, not on the host.
-	"internal/dockerx/observe_linux.go": "observe-role, in a helper sharing the role's pid namespace",
+	"internal/inside/observe_linux.go": "observe-role, in a helper sharing the role's pid namespace",
 	// The benchmarks' helper reads the harness processes it started on
 	// the host, never a container's.
 	"scripts/internal/benchkit/benchkit.go": "benchmarks, processes they started",

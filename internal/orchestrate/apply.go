@@ -42,6 +42,11 @@ type Session struct {
 	// host (Container.Process) or why not (Container.ProcessErr), to
 	// adjust its network namespace; then Release lets the role proceed.
 	Prepare func(ctx context.Context, c *Container) error
+	// AwaitReady, when set, judges a service's readiness instead of the
+	// host's own check from inside its network namespace: the
+	// engine-only way (a helper container in the service's network
+	// namespace). It returns nil once the service answered.
+	AwaitReady func(ctx context.Context, c *Container, timeout time.Duration) error
 	Release func(st Step) error
 }
 
@@ -585,6 +590,10 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 		c.ExitCode = &code
 		return fmt.Errorf("%s exited with code %d before it was ready", c.Step.Role, code)
 	}
+	if s.AwaitReady != nil {
+		c.ReadyBy = ReadyByHelper
+		return s.awaitByHelper(ctx, c, timeout)
+	}
 	if c.Process == nil {
 		// Not proven to be on this host: nothing is asked of the number
 		// the engine gave, and its word that the container runs stands.
@@ -627,6 +636,27 @@ func (s *Session) awaitReady(ctx context.Context, c *Container, timeout time.Dur
 	}
 }
 
+// awaitByHelper waits for s.AwaitReady, or c's exit, or ctx's end.
+func (s *Session) awaitByHelper(ctx context.Context, c *Container, timeout time.Duration) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- s.AwaitReady(ctx, c, timeout) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%s not ready after %s: %w", c.Step.Role, timeout, err)
+		}
+		return nil
+	case r := <-c.wait:
+		code := r.ExitCode
+		c.ExitCode = &code
+		return fmt.Errorf("%s exited with code %d before it was ready", c.Step.Role, code)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
 // inspect reads c's state; while it runs, its pid and addresses are
 // recorded, and each fixed address is checked: the peers' host entries
 // name it, so a container elsewhere could not be reached by them.
@@ -655,6 +685,10 @@ func (s *Session) inspect(ctx context.Context, c *Container) (dockerx.ContainerS
 // ReadyByListening is recorded in Container.ReadyBy when readiness was
 // judged from the container's listening socket instead of a request.
 const ReadyByListening = "listening socket (the host may not enter the container's network namespace)"
+
+// ReadyByHelper is recorded in Container.ReadyBy when readiness was
+// judged by a helper container in the service's network namespace.
+const ReadyByHelper = "helper container in the container's network namespace that asked its own loopback until it answered"
 
 // ReadyByEngine is recorded in Container.ReadyBy, with the reason, when
 // the container's init could not be proven to be on this host: the

@@ -36,7 +36,7 @@ func volumeRig(t *testing.T) *rig {
 				holderMounts[m.Target] = m.Source
 			}
 			mu.Unlock()
-		case strings.HasSuffix(role, "-observe"), strings.HasSuffix(role, "-route"):
+		case strings.HasSuffix(role, "-observe"), strings.HasSuffix(role, "-route"), strings.HasSuffix(role, "-ready"):
 			r.f.ExitOnStart["id-"+c.Name] = 0
 		}
 	}
@@ -121,7 +121,7 @@ func TestLifecycleVolumeOutput(t *testing.T) {
 	if len(r.f.Volumes) != 0 {
 		t.Errorf("volumes left: %v", r.f.Volumes)
 	}
-	for _, want := range []string{"-holder", "-agent-run", "-route", "-observe"} {
+	for _, want := range []string{"-holder", "-agent-run", "-route", "-observe", "-ready"} {
 		if !slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "create ") && strings.Contains(c, want) }) {
 			t.Errorf("no container created matching %q: %v", want, calls)
 		}

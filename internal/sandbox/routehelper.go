@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/inside"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -31,7 +33,7 @@ func (j *job) dropRouteByHelper(ctx context.Context, c *orchestrate.Container) e
 	ctx, cancel := context.WithTimeout(ctx, helperTimeout)
 	defer cancel()
 	role := c.Step.Role
-	hs := j.helperSpec(c, "route", []string{dockerx.DropRouteCommand})
+	hs := j.helperSpec(c, "route", []string{inside.DropRouteCommand})
 	hs.User, hs.CapAdd = "0:0", []string{"NET_ADMIN"}
 	hs.Networks = []dockerx.Attachment{{Network: "container:" + c.ID}}
 	_, err := j.runHelper(ctx, hs)
@@ -86,14 +88,14 @@ func (h *helper) remove(ctx context.Context) {
 }
 
 // awaitWatching waits until an observe-role helper says it has read the
-// role's process (dockerx.ObserveWatching on its stderr), or has ended.
+// role's process (inside.ObserveWatching on its stderr), or has ended.
 func (h *helper) awaitWatching(ctx context.Context) error {
 	for {
 		var errb capBuffer
 		if err := h.j.engine.Logs(ctx, h.id, io.Discard, &errb); err != nil {
 			return fmt.Errorf("reading helper %s's output: %w", h.name, err)
 		}
-		if bytes.Contains(errb.Bytes(), []byte(dockerx.ObserveWatching)) {
+		if bytes.Contains(errb.Bytes(), []byte(inside.ObserveWatching)) {
 			return nil
 		}
 		select {
@@ -157,7 +159,7 @@ func (j *job) startObserving(ctx context.Context, c *orchestrate.Container, held
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
-	hs := j.helperSpec(c, "observe", []string{dockerx.ObserveCommand, "--timeout", "20s"})
+	hs := j.helperSpec(c, "observe", []string{inside.ObserveCommand, "--timeout", "20s"})
 	hs.PidMode = "container:" + c.ID
 	h, err := j.startHelper(ctx, hs)
 	if err == nil && held {
@@ -197,4 +199,23 @@ func lastLines(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// awaitReadyByHelper is the Session's readiness through the engine alone:
+// a helper that joins only the service's network namespace asks the
+// service's own loopback (await-ready) until it answers, and exits 0.
+func (j *job) awaitReadyByHelper(ctx context.Context, c *orchestrate.Container, timeout time.Duration) error {
+	r := c.Step.Ready
+	cmd := []string{inside.ReadyCommand, "--port", strconv.Itoa(r.Port), "--timeout", timeout.String()}
+	if r.TCP {
+		cmd = append(cmd, "--tcp")
+	} else {
+		cmd = append(cmd, "--path", r.Path)
+	}
+	hs := j.helperSpec(c, "ready", cmd)
+	hs.Networks = []dockerx.Attachment{{Network: "container:" + c.ID}}
+	ctx, cancel := context.WithTimeout(ctx, timeout+helperTimeout)
+	defer cancel()
+	_, err := j.runHelper(ctx, hs)
+	return err
 }

@@ -74,6 +74,9 @@ func (j *job) makeRunDir(ctx context.Context) error {
 	j.sess = newSession(j.engine, plan)
 	j.obs = newObserver()
 	j.sess.Prepare = j.dropDefaultRoute
+	if j.volumes != nil {
+		j.sess.AwaitReady = j.awaitReadyByHelper // outputvolume.go's engine-only path
+	}
 	j.sess.Release = func(st orchestrate.Step) error {
 		if j.volumes != nil {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)

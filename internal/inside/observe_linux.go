@@ -1,4 +1,4 @@
-package dockerx
+package inside
 
 import (
 	"errors"
@@ -13,7 +13,7 @@ import (
 // ObserveCommand is our binary's hidden command that reads, from a helper
 // container sharing only a role container's pid namespace
 // (--pid container:<id>), the kernel's account of the role's main
-// process ([ObserveRoleHere]): how the host observes a role's hardening
+// process ([ObserveRole]): how the host observes a role's hardening
 // through the engine alone, with no /proc of this host.
 const ObserveCommand = "observe-role"
 
@@ -22,14 +22,14 @@ const ObserveCommand = "observe-role"
 // only after it.
 const ObserveWatching = "observe-role: watching"
 
-// ObserveRoleHere finds the role's main process in this pid namespace
+// ObserveRole finds the role's main process in this pid namespace
 // (the lowest pid that is neither this process nor docker-init) and reads
 // its status until it shows the role's own hardening applied (seccomp
 // filter mode with two filters or more, no_new_privs) or timeout passes;
 // it returns the last status read. It fails when no process other than
 // this one and docker-init was ever found. watching is called once, at
 // the first status read.
-func ObserveRoleHere(timeout time.Duration, watching func()) (ProcStatus, error) {
+func ObserveRole(timeout time.Duration, watching func()) (ProcStatus, error) {
 	deadline := time.Now().Add(timeout)
 	var last ProcStatus
 	seen := false
@@ -77,7 +77,7 @@ func readRoleStatus() (ProcStatus, error) {
 		if err != nil {
 			continue
 		}
-		return parseProcStatus(string(data))
+		return ParseStatus(string(data))
 	}
 	return ProcStatus{}, errors.New("no role process in this pid namespace")
 }
