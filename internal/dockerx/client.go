@@ -35,7 +35,9 @@ var _ Pusher = (*Client)(nil)
 // New connects lazily to the daemon configured by the environment
 // (DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH), or, without
 // DOCKER_HOST, by the Docker CLI context in use (DOCKER_CONTEXT, or the
-// config's currentContext), as the docker command picks it.
+// config's currentContext), as the docker command picks it. An ssh://
+// address is reached as the docker command reaches it: `docker system
+// dial-stdio` on that host, over ssh.
 func New() (*Client, error) {
 	opts := []client.Opt{client.FromEnv}
 	host, err := contextHost(os.Getenv, dockerConfigDir(os.Getenv)) // DOCKER_CONTEXT, docker context use
@@ -44,6 +46,16 @@ func New() (*Client, error) {
 	}
 	if host != "" {
 		opts = append(opts, client.WithHost(host))
+	}
+	if host == "" {
+		host = os.Getenv("DOCKER_HOST")
+	}
+	if strings.HasPrefix(host, "ssh://") {
+		args, err := sshArgs(host)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, client.WithHost(sshHost), client.WithDialContext(sshDialer(args)))
 	}
 	api, err := client.New(opts...)
 	if err != nil {
