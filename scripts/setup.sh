@@ -20,7 +20,7 @@ image=1
 [[ "${1:-}" == "--no-image" ]] && image=0
 
 packages=(squid chromium ca-certificates make gcc libc6-dev debootstrap python3
-  containerd runc iptables iproute2 openssl jq)
+  containerd runc iptables iproute2 openssl jq openssh-client openssh-server)
 
 missing=()
 for p in "${packages[@]}"; do
