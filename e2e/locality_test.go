@@ -54,11 +54,15 @@ func TestEngineRelayHelper(t *testing.T) {
 
 // TestEngineNotLocal: doctor against an engine whose socket is served from
 // another pid namespace (the relay) decides the engine is not local and
-// acts on no process it names: on an engine older than 26 it refuses the
+// acts on no process it names. By default the run goes through the
+// engine alone (docs/engine-only.md): output volumes, readiness, route
+// removal and outside observation by helpers in the roles' namespaces;
+// it passes, recorded as not local. With host directories forced
+// (MCPSIDECAR_OUTPUT=bind), on an engine older than 26 it refuses the
 // run before creating anything (the default routes could not be removed
-// safely); on a newer one it runs with the engine's word for readiness,
-// records the engine as not local, and fails the outside observations
-// with the reason. This host's routes are the same after.
+// safely); on a newer one it runs with the engine's word for readiness
+// and fails the outside observations with the reason. This host's routes
+// are the same after each.
 func TestEngineNotLocal(t *testing.T) {
 	id, runsDir, label := hxSetup(t)
 	if _, err := exec.LookPath("unshare"); err != nil || os.Geteuid() != 0 {
@@ -86,7 +90,16 @@ func TestEngineNotLocal(t *testing.T) {
 	}
 	routes := hostRoutes(t)
 	version := strings.TrimSpace(docker(t, "version", "--format", "{{.Server.Version}}"))
-	c, code := RunCLI(t, id, []string{"DOCKER_HOST=unix://" + sock, "MCPSIDECAR_ALLOW_EXEC_OUTPUT=1"},
+
+	engineOnly := filepath.Join(t.TempDir(), "engine-only")
+	c, code := RunCLI(t, id, []string{"DOCKER_HOST=unix://" + sock}, "doctor", "--allow-old-engine", "--runs-dir", engineOnly)
+	if code != 0 {
+		t.Errorf("doctor through the engine alone exited %d\n%s", code, c.Stderr.String())
+	}
+	engineOnlyRecord(t, hxOnlyRun(t, engineOnly))
+	RequireNothingLeft(t, label)
+
+	c, code = RunCLI(t, id, []string{"DOCKER_HOST=unix://" + sock, "MCPSIDECAR_ALLOW_EXEC_OUTPUT=1", "MCPSIDECAR_OUTPUT=bind"},
 		"doctor", "--allow-old-engine", "--runs-dir", runsDir)
 	stderr := c.Stderr.String()
 	if !strings.Contains(stderr, "the engine's process is not on this host") || !strings.Contains(stderr, "runs in a pid namespace below this host's") {
@@ -106,6 +119,38 @@ func TestEngineNotLocal(t *testing.T) {
 		t.Errorf("this host's routes changed:\nbefore\n%s\nafter\n%s", routes, got)
 	}
 	RequireNothingLeft(t, label)
+}
+
+// engineOnlyRecord checks the record of a run through the engine alone on
+// an engine that is not local: recorded so, readiness by helpers, each
+// role observed hardened by a helper, no default route.
+func engineOnlyRecord(t *testing.T, runDir string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, runs.MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m runs.Metadata
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	if m.Engine.Local || !strings.Contains(m.Engine.Locality, "pid namespace") || !m.Verdict.OK {
+		t.Errorf("engine %+v, verdict %v: want not local, with the reason, and a passing verdict", m.Engine, m.Verdict.OK)
+	}
+	for _, role := range []string{"gateway", "sidecar", "agent"} {
+		if ob := m.Observed[role]; !ob.Seen || ob.Seccomp != 2 || ob.SeccompFilters < 2 || !ob.NoNewPrivs {
+			t.Errorf("%s observed %+v, want seen hardened through a helper", role, ob)
+		}
+	}
+	for _, c := range m.Verdict.Checks {
+		if c.Name == "no route out" && !c.OK {
+			t.Errorf("no route out: %s", c.Detail)
+		}
+	}
+	start, err := os.ReadFile(filepath.Join(runDir, "gateway-start-results.json"))
+	if err != nil || !strings.Contains(string(start), "helper container in the container's network namespace") {
+		t.Errorf("gateway start results: %s, %v", start, err)
+	}
 }
 
 // notLocalRecord checks the record of a run on an engine that is not

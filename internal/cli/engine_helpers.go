@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strings"
 	"time"
@@ -20,7 +21,7 @@ import (
 // net-drop-default-route is a short-lived container that shares only a
 // role's network namespace.
 func init() {
-	subcommands = append(subcommands, newHoldReleaseCmd, newDropRouteCmd, newObserveCmd, newAwaitReadyCmd)
+	subcommands = append(subcommands, newHoldReleaseCmd, newDropRouteCmd, newObserveCmd, newAwaitReadyCmd, newProbeGatewayCmd)
 	inContainer[inside.ObserveCommand] = true // its stdout is JSON for the host
 }
 
@@ -125,5 +126,31 @@ func newAwaitReadyCmd(s Streams) *cobra.Command {
 	cmd.Flags().StringVar(&path, "path", "", "the HTTP path that must answer 200")
 	cmd.Flags().BoolVar(&tcp, "tcp", false, "a TCP connection accepted is enough")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "how long to wait")
+	return cmd
+}
+
+// newProbeGatewayCmd prints whether a host holds an internal network's
+// gateway address, from a helper attached to that network
+// (inside.ProbeGateway).
+func newProbeGatewayCmd(s Streams) *cobra.Command {
+	var addr string
+	cmd := &cobra.Command{
+		Use:    inside.ProbeGatewayCommand + " --addr IP:PORT",
+		Short:  "Tell whether a host holds this network's gateway address (the Docker backend's bridge check through a helper)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				return usageErrorf("%s: --addr IP:PORT: %v", inside.ProbeGatewayCommand, err)
+			}
+			got, err := inside.ProbeGateway(cmd.Context(), addr)
+			if err != nil {
+				return fmt.Errorf("%s: %w", inside.ProbeGatewayCommand, err)
+			}
+			fmt.Fprintln(s.Out, got)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&addr, "addr", "", "the gateway address and a port")
 	return cmd
 }

@@ -36,12 +36,14 @@ func volumeRig(t *testing.T) *rig {
 				holderMounts[m.Target] = m.Source
 			}
 			mu.Unlock()
-		case strings.HasSuffix(role, "-observe"), strings.HasSuffix(role, "-route"), strings.HasSuffix(role, "-ready"):
+		case strings.HasSuffix(role, "-observe"), strings.HasSuffix(role, "-route"), strings.HasSuffix(role, "-ready"), strings.HasSuffix(role, "-bridge"):
 			r.f.ExitOnStart["id-"+c.Name] = 0
 		}
 	}
 	r.f.LogsFunc = func(id string, stdout, stderr io.Writer) {
 		switch {
+		case strings.HasSuffix(id, "-bridge"):
+			fmt.Fprintln(stdout, "unheld")
 		case strings.HasSuffix(id, "-observe"):
 			fmt.Fprintln(stderr, "observe-role: watching")
 			fmt.Fprintln(stdout, `{"seccomp":2,"seccomp_filters":2,"no_new_privs":true,"cap_eff":0,"cap_prm":0,"uid":65532}`)
@@ -85,7 +87,8 @@ func TestLifecycleVolumeOutput(t *testing.T) {
 	// of the logs a real role writes fail here); those and what the
 	// helpers saw must pass.
 	for _, c := range res.Metadata.Verdict.Checks {
-		if strings.Contains(c.Name, "hardening") || c.Name == "agent --check exited 0" || c.Name == "no route out" {
+		if strings.Contains(c.Name, "hardening") || c.Name == "agent --check exited 0" || c.Name == "no route out" ||
+			strings.HasPrefix(c.Name, "engine's host has no address on") {
 			if !c.OK {
 				t.Errorf("check %q failed: %s", c.Name, c.Detail)
 			}
@@ -121,7 +124,10 @@ func TestLifecycleVolumeOutput(t *testing.T) {
 	if len(r.f.Volumes) != 0 {
 		t.Errorf("volumes left: %v", r.f.Volumes)
 	}
-	for _, want := range []string{"-holder", "-agent-run", "-route", "-observe", "-ready"} {
+	if !slices.ContainsFunc(res.Metadata.Verdict.Checks, func(c runs.Check) bool { return strings.HasPrefix(c.Name, "engine's host has no address on") }) {
+		t.Error("no bridge check through a helper")
+	}
+	for _, want := range []string{"-holder", "-agent-run", "-route", "-observe", "-ready", "-bridge"} {
 		if !slices.ContainsFunc(calls, func(c string) bool { return strings.HasPrefix(c, "create ") && strings.Contains(c, want) }) {
 			t.Errorf("no container created matching %q: %v", want, calls)
 		}

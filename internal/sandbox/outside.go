@@ -239,6 +239,11 @@ func (j *job) bridgeChecks() []runs.Check {
 		if !n.Internal {
 			continue
 		}
+		if j.volumes != nil && !j.meta.Engine.Local {
+			// The bridge is on the engine's host, not this one.
+			checks = append(checks, j.bridgeCheckByHelper(n))
+			continue
+		}
 		c := runs.Check{Name: "host has no address on " + n.Name}
 		addrs, err := bridgeAddrs(n.ID)
 		switch {

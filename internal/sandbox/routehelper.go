@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -218,4 +219,35 @@ func (j *job) awaitReadyByHelper(ctx context.Context, c *orchestrate.Container, 
 	defer cancel()
 	_, err := j.runHelper(ctx, hs)
 	return err
+}
+
+// bridgeCheckByHelper is the bridge check on an engine that is not on
+// this host: a helper attached to the internal network tries the
+// network's gateway address; no host may answer for it.
+func (j *job) bridgeCheckByHelper(n orchestrate.CreatedNetwork) runs.Check {
+	c := runs.Check{Name: "engine's host has no address on " + n.Name}
+	var gw string
+	for _, p := range j.sess.Plan.Networks {
+		if p.Name == n.Name {
+			gw = p.Gateway
+		}
+	}
+	if gw == "" || len(j.sess.Containers) == 0 {
+		c.Detail = "not established: the network has no planned gateway address to try"
+		return c
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), helperTimeout)
+	defer cancel()
+	hs := j.helperSpec(j.sess.Containers[0], "bridge", []string{inside.ProbeGatewayCommand, "--addr", net.JoinHostPort(gw, "9")})
+	hs.Networks = []dockerx.Attachment{{Network: n.Name}}
+	out, err := j.runHelper(ctx, hs)
+	switch got := strings.TrimSpace(string(out)); {
+	case err != nil:
+		c.Detail = "not established: " + err.Error()
+	case got == inside.GatewayUnheld:
+		c.OK, c.Detail = true, "no host answers for the gateway address "+gw+" (seen from a helper on the network)"
+	default:
+		c.Detail = fmt.Sprintf("a host answers for the gateway address %s (%s): a workload could reach the engine's host there", gw, got)
+	}
+	return c
 }
