@@ -218,9 +218,12 @@ func TestNonRootUserInDockerGroup(t *testing.T) {
 }
 
 // eoCheckOwned: every file of the run directory belongs to the user who
-// ran it.
+// ran it, and the directory is theirs alone.
 func eoCheckOwned(t *testing.T, runDir string, u *user.User) {
 	t.Helper()
+	if st, err := os.Stat(runDir); err != nil || st.Mode().Perm() != 0o700 {
+		t.Errorf("run directory %s: mode %v (%v), want 0700", runDir, st.Mode().Perm(), err)
+	}
 	err := filepath.Walk(runDir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil {
 			return err

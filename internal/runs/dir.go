@@ -30,10 +30,12 @@ const MaxCopyBytes = 64 << 20
 // DefaultRunsDir holds the run directories unless --runs-dir says otherwise.
 const DefaultRunsDir = ".docker_sandbox/runs"
 
-// Create makes a new, unique run directory in runsDir. Uniqueness comes
-// from Mkdir failing on an existing name, not from the clock alone.
+// Create makes a new, unique run directory in runsDir, private to the
+// user who runs it (0700: the record names hosts, tools and answers; a
+// runs directory it creates is 0700 too). Uniqueness comes from Mkdir
+// failing on an existing name, not from the clock alone.
 func Create(runsDir string, now time.Time) (*Dir, error) {
-	if err := os.MkdirAll(runsDir, 0o755); err != nil {
+	if err := os.MkdirAll(runsDir, 0o700); err != nil {
 		return nil, fmt.Errorf("creating runs directory %s: %w", runsDir, err)
 	}
 	abs, err := filepath.Abs(runsDir)
@@ -47,7 +49,7 @@ func Create(runsDir string, now time.Time) (*Dir, error) {
 			id += "-" + strconv.Itoa(n)
 		}
 		p := filepath.Join(abs, id)
-		err := os.Mkdir(p, 0o755)
+		err := os.Mkdir(p, 0o700)
 		if errors.Is(err, fs.ErrExist) {
 			continue
 		}

@@ -289,3 +289,20 @@ func TestUsageStopsAtTheCap(t *testing.T) {
 		t.Errorf("a missing directory counted %d entries", n)
 	}
 }
+
+// TestCreatePrivate: a run directory, and a runs directory Create makes,
+// are the user's alone.
+func TestCreatePrivate(t *testing.T) {
+	runsDir := filepath.Join(t.TempDir(), "runs")
+	d, err := Create(runsDir, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	for _, p := range []string{runsDir, d.Path} {
+		st, err := os.Stat(p)
+		if err != nil || st.Mode().Perm() != 0o700 {
+			t.Errorf("%s: mode %v (%v), want 0700", p, st.Mode().Perm(), err)
+		}
+	}
+}
