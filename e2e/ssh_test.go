@@ -21,7 +21,11 @@ import (
 )
 
 // sshServer starts sshd on loopback, accepting one generated key for
-// root, and returns the environment that makes ssh use that key.
+// root, and returns the environment that makes ssh use that key: OpenSSH
+// reads the user's configuration from the passwd entry's home, not
+// $HOME, so PATH leads to an `ssh` that runs the real one with -F and a
+// configuration of the test's (nothing of this machine's ssh setup is
+// changed).
 func sshServer(t *testing.T) (port int, env []string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
@@ -80,12 +84,20 @@ SetEnv PATH=/usr/local/bin:/usr/bin:/bin
 			t.Logf("sshd log:\n%s", logb.String())
 		}
 	})
-	home := filepath.Join(dir, "home")
-	if err := os.MkdirAll(filepath.Join(home, ".ssh"), 0o700); err != nil {
+	realSSH, err := exec.LookPath("ssh")
+	if err != nil {
+		t.Fatalf("the ssh client is not installed: %v", err)
+	}
+	sshCfg := fmt.Sprintf("Host 127.0.0.1\n  IdentityFile %s/client\n  IdentitiesOnly yes\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n", dir)
+	if err := os.WriteFile(filepath.Join(dir, "ssh_config"), []byte(sshCfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	sshCfg := fmt.Sprintf("Host 127.0.0.1\n  IdentityFile %s/client\n  StrictHostKeyChecking no\n  UserKnownHostsFile /dev/null\n  LogLevel ERROR\n", dir)
-	if err := os.WriteFile(filepath.Join(home, ".ssh", "config"), []byte(sshCfg), 0o600); err != nil {
+	bin := filepath.Join(dir, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	wrapper := fmt.Sprintf("#!/bin/sh\nexec %s -F %s/ssh_config \"$@\"\n", realSSH, dir)
+	if err := os.WriteFile(filepath.Join(bin, "ssh"), []byte(wrapper), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -100,7 +112,7 @@ SetEnv PATH=/usr/local/bin:/usr/bin:/bin
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return port, []string{"HOME=" + home}
+	return port, []string{"PATH=" + bin + ":" + os.Getenv("PATH")}
 }
 
 func TestSSHEngineDoctor(t *testing.T) {
