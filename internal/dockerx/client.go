@@ -118,7 +118,13 @@ func (c *Client) Version(ctx context.Context) (EngineVersion, error) {
 	if err != nil {
 		return EngineVersion{}, fmt.Errorf("asking the docker daemon for its version: %w", err)
 	}
-	return EngineVersion{Version: v.Version, APIVersion: v.APIVersion}, nil
+	ev := EngineVersion{Version: v.Version, APIVersion: v.APIVersion}
+	for _, c := range v.Components {
+		if strings.Contains(strings.ToLower(c.Name), "podman") {
+			ev.Podman = true
+		}
+	}
+	return ev, nil
 }
 
 // InspectImage reports whether ref exists locally, its size, entrypoint

@@ -143,6 +143,9 @@ type ContainerState struct {
 type EngineVersion struct {
 	Version    string `json:"version"`
 	APIVersion string `json:"api_version"`
+	// Podman is set when the API is Podman's Docker-compatible one
+	// (a component named Podman Engine): Version is then Podman's own.
+	Podman bool `json:"podman,omitempty"`
 }
 
 // ImageInfo describes an image present on the engine.

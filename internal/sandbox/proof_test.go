@@ -211,3 +211,16 @@ func TestOutputMountUnproven(t *testing.T) {
 	}
 	assertAllRemoved(t, r.f)
 }
+
+// TestLifecyclePodmanRefused: Podman's Docker-compatible API is refused
+// before anything is created, with the reason and what to use instead.
+func TestLifecyclePodmanRefused(t *testing.T) {
+	r := newRig(t, orchestrate.WorkloadCheck)
+	r.f.Podman, r.f.VersionString = true, "5.4.2"
+	_, err := r.run(context.Background())
+	if code, hint := exitcode.Of(err); code != exitcode.Unavailable || !strings.Contains(err.Error(), "Podman 5.4.2") ||
+		!strings.Contains(err.Error(), "aardvark-dns") || !strings.Contains(hint, "Docker Engine 26") {
+		t.Fatalf("run = %v (code %d, hint %q), want exit 5 naming Podman, the reason and what to use", err, code, hint)
+	}
+	noCreate(t, r)
+}

@@ -283,6 +283,13 @@ func (j *job) preflight(ctx context.Context) error {
 // checkEngine refuses engines older than 26 unless the user accepts the
 // degradation explicitly; the plan's DNS isolation still applies.
 func (j *job) checkEngine(v dockerx.EngineVersion) error {
+	if v.Podman {
+		return exitcode.WithHint(exitcode.Unavailable,
+			fmt.Errorf("the engine is Podman %s behind a Docker-compatible API, not Docker Engine: its version says nothing of Docker's, "+
+				"and its rootful --internal networks cannot reach its DNS server (aardvark-dns; containers/podman#29175, #22807), "+
+				"so the run's internal roles would not find each other", v.Version),
+			"run mcpsidecar against a Docker Engine 26 or later (DOCKER_HOST, or a docker context)")
+	}
 	major, err := enginever.Major(v.Version)
 	if err != nil {
 		return exitcode.With(exitcode.Unavailable, err)

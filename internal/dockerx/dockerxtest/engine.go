@@ -34,6 +34,7 @@ type Engine struct {
 	Calls []string
 
 	VersionString string // Version's answer; "" is 27.0.0
+	Podman        bool   // Version says the API is Podman's
 	VersionErr    error
 	Images        map[string]bool
 	ImageVolumes  map[string][]string // InspectImage's Volumes, by reference
@@ -192,7 +193,7 @@ func (f *Engine) Version(context.Context) (dockerx.EngineVersion, error) {
 	if v == "" {
 		v = "27.0.0"
 	}
-	return dockerx.EngineVersion{Version: v, APIVersion: "1.47"}, f.VersionErr
+	return dockerx.EngineVersion{Version: v, APIVersion: "1.47", Podman: f.Podman}, f.VersionErr
 }
 
 func (f *Engine) InspectImage(_ context.Context, ref string) (dockerx.ImageInfo, bool, error) {
