@@ -15,7 +15,8 @@
 // [Start] builds (or finds, in seconds) the engine's image with
 // scripts/build-engine-image.sh (Debian trixie's docker.io 26 by default;
 // [Options].Suite "bookworm" gives docker.io 20.10, an engine older than
-// 26), creates a network, starts the engine's container on it and waits
+// 26), creates a network (--internal: nothing the engine or its containers
+// send leaves this machine; this host reaches the engine on its bridge), starts the engine's container on it and waits
 // until the engine answers /_ping. Everything is removed by t.Cleanup,
 // registered before it is created: the engine's containers (stopped through
 // the engine first, so that their cgroups go with them), the engine's
@@ -155,7 +156,9 @@ func Start(t testing.TB, o Options) *Engine {
 	}
 	t.Cleanup(func() { e.teardown(t) })
 	labels := append([]string{testLabel, e.Label}, o.Labels...)
-	host(t, append([]string{"network", "create"}, append(labelArgs(labels), e.Network)...)...)
+	// Internal: nothing the engine or its containers send leaves this
+	// machine; this host still reaches the engine on the bridge.
+	host(t, append([]string{"network", "create", "--internal"}, append(labelArgs(labels), e.Network)...)...)
 	if o.TLS {
 		if e.CertDir, err = os.MkdirTemp("", "mcpsidecar-engine-tls-"); err != nil {
 			t.Fatal(err)
