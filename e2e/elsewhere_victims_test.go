@@ -18,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -404,14 +403,4 @@ func (v *victims) kill() {
 		syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
 		v.cmd.Wait()
 	}
-}
-
-// heldList is the held pids, sorted, for messages.
-func (v *victims) heldList() []int {
-	var pids []int
-	for p := range v.held {
-		pids = append(pids, p)
-	}
-	sort.Ints(pids)
-	return pids
 }
