@@ -138,27 +138,43 @@ func placeVictims(first, count int) ([]*exec.Cmd, error) {
 	runtime.LockOSThread() // no new thread of ours takes a number between the write and the fork
 	defer runtime.UnlockOSThread()
 	var held []*exec.Cmd
-	for pid := first + count - 1; pid >= first; pid-- {
-		for try := 0; try < 8; try++ {
-			if pidExists(pid) {
-				break
+	got := map[int]bool{}
+	// Three passes: a number a short-lived process took is free again.
+	for pass := 0; pass < 3; pass++ {
+		for pid := first + count - 1; pid >= first; pid-- {
+			if got[pid] {
+				continue
 			}
-			if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
-				return held, fmt.Errorf("setting this host's last pid (root needed): %w", err)
-			}
-			c := exec.Command("sleep", "1800")
-			if err := c.Start(); err != nil {
+			c, err := placeVictim(pid)
+			if err != nil {
 				return held, err
 			}
-			if c.Process.Pid == pid {
-				held = append(held, c)
-				break
+			if c != nil {
+				held, got[pid] = append(held, c), true
 			}
-			c.Process.Kill()
-			c.Wait()
 		}
 	}
 	return held, nil
+}
+
+// placeVictim starts `sleep` at pid, or returns nil when another process
+// holds it or kept taking it.
+func placeVictim(pid int) (*exec.Cmd, error) {
+	for try := 0; try < 8 && !pidExists(pid); try++ {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0o644); err != nil {
+			return nil, fmt.Errorf("setting this host's last pid (root needed): %w", err)
+		}
+		c := exec.Command("sleep", "1800")
+		if err := c.Start(); err != nil {
+			return nil, err
+		}
+		if c.Process.Pid == pid {
+			return c, nil
+		}
+		c.Process.Kill()
+		c.Wait()
+	}
+	return nil, nil
 }
 
 func pidExists(pid int) bool {
