@@ -4,8 +4,10 @@
 # command a newcomer runs: the Debian packages the tests use, a running
 # Docker engine, the Go modules, and the Debian python image of the
 # own-workload tests (scripts/build-debian-image.sh, reused by its content
-# tag), and the OpenTelemetry collector of the export tests
-# (scripts/build-jaeger.sh, built once per machine). The Kubernetes test cluster's binaries are built by `make kube`
+# tag), the OpenTelemetry collector of the export tests
+# (scripts/build-jaeger.sh, built once per machine), and the images of
+# the engines elsewhere (scripts/build-engine-image.sh: Docker in a
+# container, from Debian's archive, cached under /var/cache). The Kubernetes test cluster's binaries are built by `make kube`
 # itself (scripts/test-kube.sh), once per machine.
 #
 # Usage: scripts/setup.sh [--no-image]   (make setup; make test runs it first)
@@ -20,7 +22,7 @@ image=1
 [[ "${1:-}" == "--no-image" ]] && image=0
 
 packages=(squid chromium ca-certificates make gcc libc6-dev debootstrap python3
-  containerd runc iptables iproute2 openssl jq openssh-client openssh-server)
+  containerd runc iptables iproute2 openssl jq strace openssh-client openssh-server)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -55,5 +57,7 @@ go mod download
 if ((image)); then
   scripts/build-debian-image.sh >/dev/null
   scripts/build-jaeger.sh >/dev/null
+  scripts/build-engine-image.sh >/dev/null
+  scripts/build-engine-image.sh --suite bookworm >/dev/null
 fi
 echo "== setup: done"
