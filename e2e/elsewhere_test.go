@@ -117,12 +117,20 @@ type elsewhereRun struct {
 	hostWas []string // this host's default routes before
 }
 
-// runElsewhere runs mcpsidecar args under strace against eng, with
-// MCPSIDECAR_ALLOW_EXEC_OUTPUT=1 (output directories on an engine that is
-// not local cannot be made noexec from here), after placing victims at
-// this host's pids first..first+victimCount-1 and making the engine give
-// its next pids from first on.
+// runElsewhere runs mcpsidecar args under strace against eng with the
+// output in host directories (MCPSIDECAR_OUTPUT=bind: the host-side path
+// issue 32 makes safe) and MCPSIDECAR_ALLOW_EXEC_OUTPUT=1 (output
+// directories on an engine that is not local cannot be made noexec from
+// here), after placing victims at this host's pids
+// first..first+victimCount-1 and making the engine give its next pids
+// from first on.
 func runElsewhere(t *testing.T, eng *enginehost.Engine, id string, args ...string) *elsewhereRun {
+	t.Helper()
+	return runElsewhereEnv(t, eng, id, []string{"MCPSIDECAR_OUTPUT=bind", "MCPSIDECAR_ALLOW_EXEC_OUTPUT=1"}, args...)
+}
+
+// runElsewhereEnv is runElsewhere with env instead of its two variables.
+func runElsewhereEnv(t *testing.T, eng *enginehost.Engine, id string, env []string, args ...string) *elsewhereRun {
 	t.Helper()
 	r := &elsewhereRun{hostWas: hostDefaultRoutes(t)}
 	r.victims = startVictims(t, victimCount, spec.GatewayPort, spec.SidecarPort)
@@ -131,7 +139,8 @@ func runElsewhere(t *testing.T, eng *enginehost.Engine, id string, args ...strin
 	r.trace = filepath.Join(t.TempDir(), "strace.txt")
 	cmd := exec.Command("strace", append([]string{"-f", "-qq", "-e", "signal=none",
 		"-e", "trace=%file,setns,pidfd_open,unshare", "-o", r.trace, Binary(t)}, args...)...)
-	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS="+TestLabel+",mcpsidecar.e2e="+id, "MCPSIDECAR_ALLOW_EXEC_OUTPUT=1")
+	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS="+TestLabel+",mcpsidecar.e2e="+id)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Env = append(cmd.Env, eng.Env...)
 	var stderr syncBuffer
 	cmd.Stderr = &stderr

@@ -161,6 +161,12 @@ func eoUser(t *testing.T) *user.User {
 // variable at all but the test labels) and returns its exit code.
 func eoRunAs(t *testing.T, u *user.User, bin, id string, args ...string) (string, int) {
 	t.Helper()
+	return eoRunAsEnv(t, u, bin, id, nil, args...)
+}
+
+// eoRunAsEnv is eoRunAs with env added (an engine elsewhere's DOCKER_*).
+func eoRunAsEnv(t *testing.T, u *user.User, bin, id string, env []string, args ...string) (string, int) {
+	t.Helper()
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	dg, err := user.LookupGroup("docker")
@@ -172,6 +178,7 @@ func eoRunAs(t *testing.T, u *user.User, bin, id string, args ...string) (string
 	cmd.Dir = u.HomeDir
 	cmd.Env = []string{"HOME=" + u.HomeDir, "PATH=/usr/bin:/bin", "USER=" + u.Username,
 		"MCPSIDECAR_LABELS=" + TestLabel + ",mcpsidecar.e2e=" + id}
+	cmd.Env = append(cmd.Env, env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{uint32(dgid)}}}
 	out, err := cmd.CombinedOutput()
 	return string(out), exitCode(t, err)
