@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/follow"
 	"github.com/mcpsidecar/mcpsidecar/internal/redact"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -80,8 +81,7 @@ func runsTail(ctx context.Context, s Streams, o tailOptions) error {
 	if err != nil {
 		return err
 	}
-	p := &follow.Printer{W: s.Out, JSON: o.json, RunID: runIDOf(path), Policy: follow.ReadPolicy(path),
-		Redact: hostSecrets(os.Environ())}
+	p := &follow.Printer{W: s.Out, JSON: o.json, RunID: runIDOf(path), Policy: follow.ReadPolicy(path)}
 	if follow.Ended(path) {
 		tl, err := timeline.Build(path)
 		if err != nil {
@@ -93,6 +93,7 @@ func runsTail(ctx context.Context, s Streams, o tailOptions) error {
 	}
 	p.Origins = liveOrigins(path)
 	r := follow.NewRun(path, nil)
+	r.Redact = hostSecrets(os.Environ())
 	if !o.follow {
 		r.Poll(false, p.Item)
 		return p.Err()
@@ -154,15 +155,16 @@ func liveOrigins(dir string) func() timeline.Origins {
 	}
 }
 
-// hostSecrets removes from the tail's lines the values of this shell's
-// secret-named variables (redact.SecretName) and URL passwords, as the
-// harness removes those it forwards from every artifact: a running run's
-// logs have not been through that redaction yet.
+// hostSecrets removes from a running run's log lines the values of this
+// process's secret-named variables (redact.SecretName) and URL passwords,
+// marked as the harness marks those it forwards when it collects the logs
+// (the run's own process has the same variables; a tail in another shell
+// removes what that shell holds).
 func hostSecrets(environ []string) func([]byte) []byte {
 	var secrets []string
 	for _, kv := range environ {
 		name, v, ok := strings.Cut(kv, "=")
-		if !ok || len(v) < 8 { // a short value would redact ordinary words
+		if !ok || v == "" {
 			continue
 		}
 		if redact.SecretName(name) {
@@ -174,5 +176,5 @@ func hostSecrets(environ []string) func([]byte) []byte {
 	if len(secrets) == 0 {
 		return nil
 	}
-	return func(b []byte) []byte { return redact.Values(b, secrets, "[REDACTED]") }
+	return func(b []byte) []byte { return redact.Values(b, secrets, dockerx.Redacted) }
 }

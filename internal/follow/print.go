@@ -54,9 +54,6 @@ type Printer struct {
 	JSON   bool
 	RunID  string
 	Policy *Policy
-	// Redact removes secret values from each line before it is written
-	// (nil: none).
-	Redact func([]byte) []byte
 	// Origins tells the sidecar's requests from the workload's (nil: a
 	// decision is named as a call's only by a finished run's links).
 	Origins func() timeline.Origins
@@ -183,9 +180,6 @@ func (p *Printer) write(l TailLine) {
 		b = append(b, '\n')
 	} else {
 		b = []byte(text(l))
-	}
-	if p.Redact != nil {
-		b = p.Redact(b)
 	}
 	if _, err := p.W.Write(b); err != nil {
 		p.err = fmt.Errorf("writing the tail: %w", err)

@@ -45,7 +45,11 @@ type Item struct {
 type Run struct {
 	Dir string
 	// Now is the clock (default time.Now).
-	Now   func() time.Time
+	Now func() time.Time
+	// Redact removes secret values from each line before it is parsed
+	// (nil: none): a running run's logs have not been through the
+	// harness's redaction yet, which it applies when it collects them.
+	Redact func([]byte) []byte
 	open  Opener
 	recs  []*followed
 	ended bool
@@ -105,7 +109,11 @@ func (r *Run) item(rec Record, l Line) Item {
 	if l.Problem != "" {
 		return Item{Problem: &timeline.Problem{File: rec.File, Line: l.N, Message: l.Problem}, Seen: now}
 	}
-	e, err := timeline.ParseLine(rec.File, l.Data, l.N)
+	data := l.Data
+	if r.Redact != nil {
+		data = r.Redact(data)
+	}
+	e, err := timeline.ParseLine(rec.File, data, l.N)
 	if err != nil {
 		what := "invalid line skipped: "
 		if l.Final {
