@@ -2,6 +2,9 @@ package otelexport
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -103,9 +106,9 @@ func (c *fileClient) Start(context.Context) error {
 }
 
 func (c *fileClient) UploadTraces(_ context.Context, rs []*tracepb.ResourceSpans) error {
-	b, err := protojson.Marshal(&tracepb.TracesData{ResourceSpans: rs})
+	b, err := otlpJSON(&tracepb.TracesData{ResourceSpans: rs})
 	if err != nil {
-		return fmt.Errorf("encoding OTLP JSON: %w", err)
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -135,4 +138,51 @@ func tracesURL(endpoint string) string {
 	}
 	u.Path = "/v1/traces"
 	return u.String()
+}
+
+// otlpJSON is td in the OTLP/JSON encoding, which differs from protobuf's
+// JSON mapping in two ways: trace and span ids are hex, not base64, and
+// enums are numbers. A collector's file receiver and otel-cli read the
+// former only.
+func otlpJSON(td *tracepb.TracesData) ([]byte, error) {
+	b, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(td)
+	if err != nil {
+		return nil, fmt.Errorf("encoding OTLP JSON: %w", err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("re-reading OTLP JSON: %w", err)
+	}
+	if err := hexIDs(doc); err != nil {
+		return nil, err
+	}
+	return json.Marshal(doc)
+}
+
+// hexIDs rewrites every traceId, spanId and parentSpanId under v from
+// base64 to hex.
+func hexIDs(v any) error {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, val := range x {
+			if s, ok := val.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
+				raw, err := base64.StdEncoding.DecodeString(s)
+				if err != nil {
+					return fmt.Errorf("encoding OTLP JSON: %s %q is not base64: %w", k, s, err)
+				}
+				x[k] = hex.EncodeToString(raw)
+				continue
+			}
+			if err := hexIDs(val); err != nil {
+				return err
+			}
+		}
+	case []any:
+		for _, val := range x {
+			if err := hexIDs(val); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
