@@ -3,12 +3,11 @@ package otelexport
 import (
 	"context"
 	"encoding/base64"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"sync"
 	"syscall"
 
@@ -142,47 +141,26 @@ func tracesURL(endpoint string) string {
 
 // otlpJSON is td in the OTLP/JSON encoding, which differs from protobuf's
 // JSON mapping in two ways: trace and span ids are hex, not base64, and
-// enums are numbers. A collector's file receiver and otel-cli read the
-// former only.
+// enums are numbers. A collector's file receiver reads the former only.
 func otlpJSON(td *tracepb.TracesData) ([]byte, error) {
 	b, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(td)
 	if err != nil {
 		return nil, fmt.Errorf("encoding OTLP JSON: %w", err)
 	}
-	var doc any
-	if err := json.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("re-reading OTLP JSON: %w", err)
-	}
-	if err := hexIDs(doc); err != nil {
-		return nil, err
-	}
-	return json.Marshal(doc)
+	var bad error
+	b = idField.ReplaceAllFunc(b, func(m []byte) []byte {
+		sub := idField.FindSubmatch(m)
+		raw, err := base64.StdEncoding.DecodeString(string(sub[2]))
+		if err != nil {
+			bad = fmt.Errorf("encoding OTLP JSON: %s %q is not base64: %w", sub[1], sub[2], err)
+			return m
+		}
+		return fmt.Appendf(nil, `"%s":"%x"`, sub[1], raw)
+	})
+	return b, bad
 }
 
-// hexIDs rewrites every traceId, spanId and parentSpanId under v from
-// base64 to hex.
-func hexIDs(v any) error {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, val := range x {
-			if s, ok := val.(string); ok && (k == "traceId" || k == "spanId" || k == "parentSpanId") {
-				raw, err := base64.StdEncoding.DecodeString(s)
-				if err != nil {
-					return fmt.Errorf("encoding OTLP JSON: %s %q is not base64: %w", k, s, err)
-				}
-				x[k] = hex.EncodeToString(raw)
-				continue
-			}
-			if err := hexIDs(val); err != nil {
-				return err
-			}
-		}
-	case []any:
-		for _, val := range x {
-			if err := hexIDs(val); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
+// idField is an id field of the protobuf JSON mapping. A string value
+// holds its quotes escaped, so `"spanId":"` only ever starts the field
+// itself; protojson may put a space after the colon.
+var idField = regexp.MustCompile(`"(traceId|spanId|parentSpanId)":\s?"([A-Za-z0-9+/=]*)"`)
