@@ -50,9 +50,9 @@ type Run struct {
 	// (nil: none): a running run's logs have not been through the
 	// harness's redaction yet, which it applies when it collects them.
 	Redact func([]byte) []byte
-	open  Opener
-	recs  []*followed
-	ended bool
+	open   Opener
+	recs   []*followed
+	ended  bool
 }
 
 type followed struct {
