@@ -50,9 +50,7 @@ type Run struct {
 	// (nil: none): a running run's logs have not been through the
 	// harness's redaction yet, which it applies when it collects them.
 	Redact func([]byte) []byte
-	open   Opener
-	recs   []*followed
-	ended  bool
+	recs []*followed
 }
 
 type followed struct {
@@ -67,7 +65,7 @@ func NewRun(dir string, open Opener) *Run {
 	if open == nil {
 		open = Files
 	}
-	r := &Run{Dir: dir, Now: time.Now, open: open}
+	r := &Run{Dir: dir, Now: time.Now}
 	for _, rec := range Records {
 		src := open(dir, rec)
 		r.recs = append(r.recs, &followed{rec: rec, src: src, lines: NewLines(src)})
