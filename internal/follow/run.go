@@ -50,7 +50,7 @@ type Run struct {
 	// (nil: none): a running run's logs have not been through the
 	// harness's redaction yet, which it applies when it collects them.
 	Redact func([]byte) []byte
-	recs []*followed
+	recs   []*followed
 }
 
 type followed struct {
