@@ -57,3 +57,17 @@ func TestRunsTailPicksTheRunningRun(t *testing.T) {
 		}
 	}
 }
+
+// TestHostSecretsRedactsLiveLines: a running run's log lines lose the
+// values of the tail's secret-named variables and URL passwords, as the
+// harness's copies do, and keep everything else.
+func TestHostSecretsRedactsLiveLines(t *testing.T) {
+	red := hostSecrets([]string{"OPENAI_API_KEY=sk-live-0123456789abcdef", "PATH=/usr/bin", "PROXY=http://u:hunter2pass@proxy.test:3128"})
+	got := string(red([]byte(`{"host":"api.openai.com","reason":"saw sk-live-0123456789abcdef and hunter2pass in /usr/bin"}`)))
+	if strings.Contains(got, "sk-live-0123456789abcdef") || strings.Contains(got, "hunter2pass") || !strings.Contains(got, "/usr/bin") {
+		t.Errorf("redacted line: %s", got)
+	}
+	if hostSecrets([]string{"PATH=/usr/bin"}) != nil {
+		t.Error("no secret in the environment, yet a redactor")
+	}
+}
