@@ -2,12 +2,12 @@
 
 package e2e
 
-// runs tail and the OpenTelemetry export during a run (issue 33), on one
-// real offline agent run: a `runs tail -f --json` started as the run's
+// runs tail and the OpenTelemetry export during a run (issue 33), on real
+// offline agent runs: a `runs tail -f --json` started as the run's
 // directory appears prints each decision while the run goes (the delay
-// from a decision to its line is measured), ends with the run, and the
-// run's live export reaches a real Jaeger as the same trace the post-run
-// export writes, each span once.
+// from a decision to its line is measured) and ends with the run; a run's
+// live export reaches a real Jaeger as the same trace the post-run export
+// writes, each span once.
 
 import (
 	"bufio"
@@ -97,19 +97,29 @@ func tailWhenItStarts(t *testing.T, bin, dir string) func() ([]tailLine, string)
 	}
 }
 
-func TestTailAndLiveExport(t *testing.T) {
+// TestTailFollowsARun: runs tail -f --json beside a real run.
+func TestTailFollowsARun(t *testing.T) {
 	NeedDocker(t)
-	j := startJaeger(t)
 	s := agPrepare(t)
 	wait := tailWhenItStarts(t, s.bin, s.dir)
-	r := s.runWith(t, "task", "--otlp-endpoint", "http://"+j.otlpHTTP)
+	r := s.run(t, "task")
 	if r.err != nil {
 		t.Fatalf("mcpsidecar run: %v\nstderr:\n%s", r.err, r.stderr)
 	}
 	lines, stderr := wait()
-	runDir := agOnlyRunDir(t, r.runsDir)
-	checkTail(t, runDir, lines, stderr)
-	checkLiveTrace(t, j, s.bin, runDir, r.stderr)
+	checkTail(t, agOnlyRunDir(t, r.runsDir), lines, stderr)
+}
+
+// TestLiveExportSameTrace: a run exporting to Jaeger while it goes.
+func TestLiveExportSameTrace(t *testing.T) {
+	NeedDocker(t)
+	j := startJaeger(t)
+	s := agPrepare(t)
+	r := s.runWith(t, "task", "--otlp-endpoint", "http://"+j.otlpHTTP)
+	if r.err != nil {
+		t.Fatalf("mcpsidecar run: %v\nstderr:\n%s", r.err, r.stderr)
+	}
+	checkLiveTrace(t, j, s.bin, agOnlyRunDir(t, r.runsDir), r.stderr)
 }
 
 // checkTail: every decision of the record came out of the tail, while
