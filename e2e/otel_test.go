@@ -103,7 +103,7 @@ func (j jaeger) trace(t *testing.T, id string) ([]jaegerSpan, string) {
 	}
 }
 
-var exportedTrace = regexp.MustCompile(`exported the run as OpenTelemetry trace ([0-9a-f]{32}) \((\d+) spans\)`)
+var exportedTrace = regexp.MustCompile(`exported the run as OpenTelemetry trace ([0-9a-f]{32}) \((\d+) spans, (\d+) of them during the run\)`)
 
 func TestOTelExportToJaeger(t *testing.T) {
 	NeedDocker(t)

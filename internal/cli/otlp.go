@@ -55,21 +55,25 @@ func exportRunDir(ctx context.Context, runDir string, t otelexport.Target) (otel
 	return otelexport.Export(ctx, tl, exp, nil)
 }
 
-// exportAfterRun sends a finished run when the user asked for it, bounded
-// by exportWait; a failure is a warning, never the run's.
-func exportAfterRun(ctx context.Context, w io.Writer, f otlpFlags, runDir string, quiet bool) {
+// exportAfterRun sends a finished run when the user asked for it (what
+// live did not send during the run), bounded by exportWait; a failure is
+// a warning, never the run's.
+func exportAfterRun(ctx context.Context, w io.Writer, f otlpFlags, runDir string, quiet bool, live *liveExport) {
 	if runDir == "" || !f.wanted() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exportWait)
 	defer cancel()
-	st, err := exportRunDir(ctx, runDir, f.target())
+	st, done, err := live.finish(ctx, runDir) // otlp_live.go
+	if !done {
+		st, err = exportRunDir(ctx, runDir, f.target())
+	}
 	if err != nil {
 		fmt.Fprintf(w, "warning: OpenTelemetry export: %v (the run is unaffected; mcpsidecar runs export sends it later)\n", err)
 		return
 	}
 	if !quiet {
-		fmt.Fprintf(w, "exported the run as OpenTelemetry trace %s (%d spans)\n", st.TraceID, st.Spans)
+		fmt.Fprintf(w, "exported the run as OpenTelemetry trace %s (%d spans, %d of them during the run)\n", st.TraceID, st.Spans, st.Live)
 	}
 }
 

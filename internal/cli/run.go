@@ -108,11 +108,12 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Resul
 	if err != nil {
 		return sandbox.Result{}, err
 	}
+	live := hookLiveExport(&so, o.otlp, s.Err) // otlp_live.go: spans sent as the run goes
 	res, err := sandbox.Run(ctx, eng, so, out)
 	afterMCP(res)
 	_ = endProgress() // a failed stream is a warning, not the run's failure
 	if res.RunDir != "" {
-		exportAfterRun(ctx, s.Err, o.otlp, res.RunDir, o.quiet) // otlp.go: bounded, never the run's failure
+		exportAfterRun(ctx, s.Err, o.otlp, res.RunDir, o.quiet, live) // otlp.go: bounded, never the run's failure
 		summary(s, o, res, err)
 	}
 	return res, interrupted(ctx, err)

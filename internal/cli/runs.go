@@ -50,7 +50,7 @@ func newRunsCmd(s Streams) *cobra.Command {
 		ValidArgsFunction: completeRunIDs(&dir, 1),
 	}
 	show.Flags().BoolVar(&asJSON, "json", false, `print {"run": the run as runs list --json shows it, "timeline": the joined events, probe results and problems}`)
-	cmd.AddCommand(list, show, newRunsRmCmd(s, &dir), newRunsPruneCmd(s, &dir), newRunsExportCmd(s, &dir))
+	cmd.AddCommand(list, show, newRunsRmCmd(s, &dir), newRunsPruneCmd(s, &dir), newRunsExportCmd(s, &dir), newRunsTailCmd(s, &dir))
 	return cmd
 }
 

@@ -18,7 +18,6 @@ package otelexport
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"strconv"
@@ -42,13 +41,25 @@ const ServiceName = "mcpsidecar"
 // Stats is what an export sent.
 type Stats struct {
 	TraceID string
-	Spans   int
+	// Spans is how many spans the trace has; Live, how many of them were
+	// sent while the run went ([Live]) and not again.
+	Spans, Live int
+	// Moved counts spans sent during the run whose parent in the
+	// finished record is another (a correlation id the workload reused
+	// after them): the collector keeps the parent they were sent with.
+	Moved int
 }
 
 // Export sends the run of tl through exp, as one trace, and flushes it
 // before ctx ends. res is the resource (service name and attributes);
 // nil takes [ServiceName] and the standard OTEL_* variables.
 func Export(ctx context.Context, tl *timeline.Timeline, exp sdktrace.SpanExporter, res *resource.Resource) (Stats, error) {
+	return export(ctx, tl, exp, res, nil)
+}
+
+// export is Export without the spans skip says were sent already (by
+// [Live], during the run).
+func export(ctx context.Context, tl *timeline.Timeline, exp sdktrace.SpanExporter, res *resource.Resource, skip func(*timeline.Event, trace.SpanID) bool) (Stats, error) {
 	if tl.RunID == "" {
 		return Stats{}, errors.New("the run has no id (run-metadata.json is missing or has none)")
 	}
@@ -64,16 +75,18 @@ func Export(ctx context.Context, tl *timeline.Timeline, exp sdktrace.SpanExporte
 	// span.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp, sdktrace.WithMaxQueueSize(1<<20), sdktrace.WithBlocking()),
 		sdktrace.WithIDGenerator(ids), sdktrace.WithResource(res), sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	tracer := tp.Tracer("github.com/mcpsidecar/mcpsidecar/internal/otelexport", trace.WithInstrumentationVersion(version.Version))
-	n := emit(ctx, tracer, ids, tl)
+	n, skipped := emit(ctx, tp.Tracer(tracerName, trace.WithInstrumentationVersion(version.Version)), ids, tl, skip)
 	if err := tp.ForceFlush(ctx); err != nil {
 		return Stats{}, fmt.Errorf("flushing spans: %w", err)
 	}
 	if err := tp.Shutdown(ctx); err != nil {
 		return Stats{}, fmt.Errorf("shutting the exporter down: %w", err)
 	}
-	return Stats{TraceID: ids.trace.String(), Spans: n}, nil
+	return Stats{TraceID: ids.trace.String(), Spans: n + skipped, Live: skipped}, nil
 }
+
+// tracerName is the instrumentation scope of every span.
+const tracerName = "github.com/mcpsidecar/mcpsidecar/internal/otelexport"
 
 // DefaultResource is service.name [ServiceName] (or OTEL_SERVICE_NAME)
 // with OTEL_RESOURCE_ATTRIBUTES.
@@ -82,15 +95,16 @@ func DefaultResource(ctx context.Context) (*resource.Resource, error) {
 		resource.WithFromEnv())
 }
 
-// emit starts and ends every span of the run; it returns how many.
-func emit(ctx context.Context, tracer trace.Tracer, ids *idGen, tl *timeline.Timeline) int {
+// emit starts and ends every span of the run but those skip says were
+// sent already; it returns how many it made and how many it skipped.
+func emit(ctx context.Context, tracer trace.Tracer, ids *idGen, tl *timeline.Timeline, skip func(*timeline.Event, trace.SpanID) bool) (int, int) {
 	start, end := runBounds(tl)
-	ids.next(0)
+	ids.set(ids.root())
 	rctx, root := tracer.Start(ctx, "mcpsidecar "+orDefault(tl.Command, "run"), trace.WithTimestamp(start),
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(runAttributes(tl)...))
-	n := 1
-	for _, p := range tl.Phases {
-		ids.nextPhase()
+	n, skipped := 1, 0
+	for i, p := range tl.Phases {
+		ids.set(ids.phase(i))
 		_, s := tracer.Start(rctx, "phase "+p.Name, trace.WithTimestamp(p.Start))
 		if !p.OK {
 			s.SetStatus(codes.Error, p.Error)
@@ -98,38 +112,54 @@ func emit(ctx context.Context, tracer trace.Tracer, ids *idGen, tl *timeline.Tim
 		s.End(trace.WithTimestamp(p.Start.Add(ms(p.DurationMS))))
 		n++
 	}
-	// A span's id is its event's (ids.spanID), so a child can name its
+	// A span's id is its event's (ids.event), so a child can name its
 	// parent before the parent's span is made: the timeline orders
 	// events by time, and a call may be logged after the request it
 	// caused.
-	exportedSeq := map[int]bool{}
+	bySeq := map[int]*timeline.Event{}
 	for i := range tl.Events {
 		if exported(&tl.Events[i]) {
-			exportedSeq[tl.Events[i].Seq] = true
+			bySeq[tl.Events[i].Seq] = &tl.Events[i]
 		}
 	}
-	rootSC := root.SpanContext()
 	for i := range tl.Events {
 		e := &tl.Events[i]
 		if !exported(e) {
 			continue
 		}
-		parent := rctx
-		if e.Parent != 0 && exportedSeq[e.Parent] {
-			parent = trace.ContextWithSpanContext(ctx, rootSC.WithSpanID(ids.spanID(e.Parent)))
+		id := ids.event(e)
+		if skip != nil && skip(e, parentID(ids, bySeq, e)) {
+			skipped++
+			continue
 		}
-		ids.next(e.Seq)
-		name, kind, attrs := describe(e)
-		_, s := tracer.Start(parent, name, trace.WithTimestamp(e.Time), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
-		if !e.OK {
-			s.SetStatus(codes.Error, orDefault(e.Error, e.Summary))
-		}
-		s.End(trace.WithTimestamp(e.Time.Add(ms(e.DurationMS))))
+		ids.set(id)
+		span(ctx, tracer, ids, e, parentID(ids, bySeq, e))
 		n++
 	}
 	verdictEvents(root, tl, end)
 	root.End(trace.WithTimestamp(end))
-	return n
+	return n, skipped
+}
+
+// parentID is the span id of e's parent: the event the timeline links it
+// to, else the run.
+func parentID(ids *idGen, bySeq map[int]*timeline.Event, e *timeline.Event) trace.SpanID {
+	if p := bySeq[e.Parent]; e.Parent != 0 && p != nil {
+		return ids.event(p)
+	}
+	return ids.root()
+}
+
+// span makes event e's span (its id set in ids) under parent.
+func span(ctx context.Context, tracer trace.Tracer, ids *idGen, e *timeline.Event, parent trace.SpanID) {
+	pctx := trace.ContextWithSpanContext(ctx, trace.NewSpanContext(trace.SpanContextConfig{
+		TraceID: ids.trace, SpanID: parent, TraceFlags: trace.FlagsSampled}))
+	name, kind, attrs := describe(e)
+	_, s := tracer.Start(pctx, name, trace.WithTimestamp(e.Time), trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	if !e.OK {
+		s.SetStatus(codes.Error, orDefault(e.Error, e.Summary))
+	}
+	s.End(trace.WithTimestamp(e.Time.Add(ms(e.DurationMS))))
 }
 
 // exported reports whether e becomes a span: the events that are work
@@ -225,44 +255,51 @@ func orDefault(s, def string) string {
 }
 
 // idGen gives the run's trace id to every span and each span an id made
-// from its event's sequence number, so the same run exports the same
-// trace. It is used from one goroutine (Export's).
+// from what it stands for: the run, a phase by its place, an event by the
+// line it was read from (its file and line number; an event of no line,
+// by its place in the record). A line's span has the same id whether it
+// is sent while the run goes ([Live]) or from the record after, and the
+// same run exports the same trace. The span id of the next span is set
+// before it is started; it is used under one lock (Export's goroutine, or
+// Live's mutex).
 type idGen struct {
 	trace trace.TraceID
-	seed  [8]byte
-	span  uint64 // the id of the next span
-	phase uint64
+	seed  []byte
+	next  trace.SpanID
 }
 
 func newIDs(runID string) *idGen {
 	sum := sha256.Sum256([]byte("mcpsidecar run " + runID))
-	g := &idGen{}
+	g := &idGen{seed: sum[16:]}
 	copy(g.trace[:], sum[:16])
-	copy(g.seed[:], sum[16:24])
 	return g
 }
 
-// next makes the next span's id that of event seq (0: the run).
-func (g *idGen) next(seq int) { g.span = uint64(seq) + 1 }
+// set makes id the next span's.
+func (g *idGen) set(id trace.SpanID) { g.next = id }
 
-// nextPhase makes the next span's id a phase's (apart from every event's).
-func (g *idGen) nextPhase() {
-	g.phase++
-	g.span = 1<<62 | g.phase
+func (g *idGen) NewIDs(context.Context) (trace.TraceID, trace.SpanID) { return g.trace, g.next }
+
+func (g *idGen) NewSpanID(context.Context, trace.TraceID) trace.SpanID { return g.next }
+
+// root is the run span's id.
+func (g *idGen) root() trace.SpanID { return g.id("run") }
+
+// phase is the id of the run's i-th phase.
+func (g *idGen) phase(i int) trace.SpanID { return g.id("phase " + strconv.Itoa(i)) }
+
+// event is the id of e's span.
+func (g *idGen) event(e *timeline.Event) trace.SpanID {
+	if e.Line > 0 && e.File != timeline.FileRunMetadata {
+		return g.id("line " + e.File + ":" + strconv.Itoa(e.Line))
+	}
+	return g.id("event " + strconv.Itoa(e.Seq))
 }
 
-func (g *idGen) NewIDs(context.Context) (trace.TraceID, trace.SpanID) {
-	return g.trace, g.NewSpanID(context.Background(), g.trace)
-}
-
-func (g *idGen) NewSpanID(context.Context, trace.TraceID) trace.SpanID { return g.id(g.span) }
-
-// spanID is the id of event seq's span.
-func (g *idGen) spanID(seq int) trace.SpanID { return g.id(uint64(seq) + 1) }
-
-func (g *idGen) id(n uint64) trace.SpanID {
+func (g *idGen) id(what string) trace.SpanID {
+	sum := sha256.Sum256(append(append([]byte{}, g.seed...), what...))
 	var id trace.SpanID
-	binary.BigEndian.PutUint64(id[:], binary.BigEndian.Uint64(g.seed[:])^n)
+	copy(id[:], sum[:8])
 	if !id.IsValid() {
 		id[7] = 1
 	}

@@ -127,7 +127,9 @@ func TestExportFile(t *testing.T) {
 				ScopeSpans []struct {
 					Spans []struct {
 						TraceID string `json:"traceId"`
+						SpanID  string `json:"spanId"`
 						Name    string `json:"name"`
+						Kind    int    `json:"kind"`
 					} `json:"spans"`
 				} `json:"scopeSpans"`
 			} `json:"resourceSpans"`
@@ -138,6 +140,12 @@ func TestExportFile(t *testing.T) {
 		for _, rs := range td.ResourceSpans {
 			for _, ss := range rs.ScopeSpans {
 				n += len(ss.Spans)
+				for _, sp := range ss.Spans {
+					// OTLP/JSON: hex ids, enums as numbers.
+					if sp.TraceID != st.TraceID || len(sp.SpanID) != 16 || sp.Kind == 0 {
+						t.Errorf("span %q: trace id %q (want %s), span id %q, kind %d", sp.Name, sp.TraceID, st.TraceID, sp.SpanID, sp.Kind)
+					}
+				}
 			}
 		}
 	}

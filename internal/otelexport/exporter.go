@@ -2,10 +2,12 @@ package otelexport
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"regexp"
 	"sync"
 	"syscall"
 
@@ -103,9 +105,9 @@ func (c *fileClient) Start(context.Context) error {
 }
 
 func (c *fileClient) UploadTraces(_ context.Context, rs []*tracepb.ResourceSpans) error {
-	b, err := protojson.Marshal(&tracepb.TracesData{ResourceSpans: rs})
+	b, err := otlpJSON(&tracepb.TracesData{ResourceSpans: rs})
 	if err != nil {
-		return fmt.Errorf("encoding OTLP JSON: %w", err)
+		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -136,3 +138,29 @@ func tracesURL(endpoint string) string {
 	u.Path = "/v1/traces"
 	return u.String()
 }
+
+// otlpJSON is td in the OTLP/JSON encoding, which differs from protobuf's
+// JSON mapping in two ways: trace and span ids are hex, not base64, and
+// enums are numbers. A collector's file receiver reads the former only.
+func otlpJSON(td *tracepb.TracesData) ([]byte, error) {
+	b, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(td)
+	if err != nil {
+		return nil, fmt.Errorf("encoding OTLP JSON: %w", err)
+	}
+	var bad error
+	b = idField.ReplaceAllFunc(b, func(m []byte) []byte {
+		sub := idField.FindSubmatch(m)
+		raw, err := base64.StdEncoding.DecodeString(string(sub[2]))
+		if err != nil {
+			bad = fmt.Errorf("encoding OTLP JSON: %s %q is not base64: %w", sub[1], sub[2], err)
+			return m
+		}
+		return fmt.Appendf(nil, `"%s":"%x"`, sub[1], raw)
+	})
+	return b, bad
+}
+
+// idField is an id field of the protobuf JSON mapping. A string value
+// holds its quotes escaped, so `"spanId":"` only ever starts the field
+// itself; protojson may put a space after the colon.
+var idField = regexp.MustCompile(`"(traceId|spanId|parentSpanId)":\s?"([A-Za-z0-9+/=]*)"`)

@@ -1,0 +1,117 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/follow"
+	"github.com/mcpsidecar/mcpsidecar/internal/otelexport"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
+	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// liveInterval is how often the live export reads the run's logs.
+const liveInterval = 200 * time.Millisecond
+
+// liveExport is the OpenTelemetry export during a run (issue 33): while
+// the lifecycle watches the run (sandbox.Options.Watch), the roles' logs
+// are read as they grow (internal/follow) and each span whose place in
+// the trace is settled is sent (otelexport.Live); the export at the end
+// sends the rest.
+type liveExport struct {
+	f      otlpFlags
+	errW   io.Writer
+	mu     sync.Mutex
+	live   *otelexport.Live
+	exp    sdktrace.SpanExporter
+	runDir string
+}
+
+// hookLiveExport starts the live export with the run's watch when the
+// user named a collector to send to (not a file: a file is written once,
+// at the end). nil when there is none.
+func hookLiveExport(so *sandbox.Options, f otlpFlags, errW io.Writer) *liveExport {
+	if f.file != "" || !f.wanted() {
+		return nil
+	}
+	l := &liveExport{f: f, errW: errW}
+	prev := so.Watch
+	so.Watch = func(ctx context.Context, runDir string) {
+		var wg sync.WaitGroup
+		if prev != nil {
+			wg.Go(func() { prev(ctx, runDir) })
+		}
+		l.follow(ctx, runDir)
+		wg.Wait()
+	}
+	return l
+}
+
+// follow sends the run's spans as its logs grow, until ctx ends (the
+// workload's end); it never fails the run.
+func (l *liveExport) follow(ctx context.Context, runDir string) {
+	started := time.Now().Add(-time.Minute)
+	if m, err := runs.ReadMetadata(runDir); err == nil && !m.Started.IsZero() {
+		started = m.Started
+	}
+	exp, err := otelexport.NewExporter(ctx, l.f.target(), os.Getenv)
+	if err != nil {
+		return // the export at the end says why
+	}
+	live, err := otelexport.NewLive(ctx, filepath.Base(runDir), started, exp, nil, liveOrigins(runDir))
+	if err != nil {
+		return
+	}
+	l.mu.Lock()
+	l.live, l.exp, l.runDir = live, exp, runDir
+	l.mu.Unlock()
+	r := follow.NewRun(runDir, nil)
+	r.Redact = hostSecrets(os.Environ())
+	add := func(it follow.Item) {
+		if it.Event != nil {
+			live.Add(*it.Event)
+		}
+	}
+	t := time.NewTicker(liveInterval)
+	defer t.Stop()
+	for {
+		r.Poll(false, add)
+		select {
+		case <-ctx.Done():
+			r.Poll(false, add) // what was written up to the workload's end
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// finish sends what the live export did not, bounded by ctx. ok is false
+// when the live export never started (the caller then exports the run
+// whole).
+func (l *liveExport) finish(ctx context.Context, runDir string) (otelexport.Stats, bool, error) {
+	if l == nil {
+		return otelexport.Stats{}, false, nil
+	}
+	l.mu.Lock()
+	live, exp, dir := l.live, l.exp, l.runDir
+	l.mu.Unlock()
+	if live == nil || dir != runDir {
+		return otelexport.Stats{}, false, nil
+	}
+	tl, err := timeline.Build(runDir)
+	if err != nil {
+		return otelexport.Stats{}, true, err
+	}
+	st, err := live.Finish(ctx, tl, exp, nil)
+	if err == nil && st.Moved > 0 {
+		fmt.Fprintf(l.errW, "warning: OpenTelemetry export: %d spans sent during the run hang elsewhere in the finished record (a correlation id reused after them); mcpsidecar runs export sends the record's\n", st.Moved)
+	}
+	return st, true, err
+}
