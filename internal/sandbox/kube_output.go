@@ -84,6 +84,11 @@ func podOutputDir(st orchestrate.Step) (string, bool) {
 // with a new file that does not follow a link (os.Root); any other entry
 // stops the read with an error.
 func untarOutput(r io.Reader, dst *os.Root, names []string, limit int64) error {
+	return untarInto(r, dst, names, limit, writeNew)
+}
+
+// untarInto is untarOutput with write for each accepted entry.
+func untarInto(r io.Reader, dst *os.Root, names []string, limit int64, write func(*os.Root, string, io.Reader, int64) error) error {
 	tr := tar.NewReader(r)
 	seen := map[string]bool{}
 	for {
@@ -105,7 +110,7 @@ func untarOutput(r io.Reader, dst *os.Root, names []string, limit int64) error {
 			return fmt.Errorf("the output tar's %s is %d bytes, over the %d-byte cap: read stopped", h.Name, h.Size, limit)
 		}
 		seen[h.Name] = true
-		if err := writeNew(dst, h.Name, tr, h.Size); err != nil {
+		if err := write(dst, h.Name, tr, h.Size); err != nil {
 			return fmt.Errorf("writing %s: %w", h.Name, err)
 		}
 	}

@@ -230,7 +230,8 @@ func (j *job) readOutputVolumes(ctx context.Context) {
 }
 
 // readOutputVolume streams the reader's tar from the holder into the
-// role's output directory.
+// role's output directory, over what the mirror copied there while the
+// run went.
 func (j *job) readOutputVolume(ctx context.Context, role string) ([]string, error) {
 	dst, err := os.OpenRoot(filepath.Join(j.dir.Path, role))
 	if err != nil {
@@ -247,7 +248,7 @@ func (j *job) readOutputVolume(ctx context.Context, role string) ([]string, erro
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	untarErr := untarOutput(pr, dst, names, kubeOutputCap)
+	untarErr := untarInto(pr, dst, names, kubeOutputCap, writeGrow) // over the live copies, in place
 	pr.CloseWithError(errors.New("stopped reading"))
 	err = <-done
 	problems := j.readerNotes(role, errb.String())
@@ -286,4 +287,106 @@ func (j *job) removeOutputVolumes(ctx context.Context) error {
 		errs = append(errs, j.engine.RemoveVolume(ctx, v))
 	}
 	return errors.Join(errs...)
+}
+
+// mirrorEvery is how often the roles' logs are copied from their volumes
+// into the run directory while the run goes.
+const mirrorEvery = time.Second
+
+// startMirror copies, every mirrorEvery until stopped, each role's logs
+// (runs.RoleFiles) from its volume into its output directory of the run
+// directory, through the holder's reader, each file grown by what it
+// gained (writeGrow: the same file, appended to, as a role's own): so
+// what reads the run directory while the run goes (run's progress lines,
+// runs tail, the live export) sees the record as it grows, as with host
+// directories. The copies are not the record: collect reads every file
+// again, and writes it over them (readOutputVolume).
+func (j *job) startMirror(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(mirrorEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			for _, st := range j.sess.Plan.Containers {
+				if j.volumes.byRole[st.Role] != "" && len(runs.RoleFiles[st.Role]) > 0 {
+					_ = j.mirrorRole(ctx, st.Role)
+				}
+			}
+		}
+	}()
+	return func() { cancel(); <-done }
+}
+
+// mirrorRole copies one role's logs; a failure is left to the next tick
+// and to collect.
+func (j *job) mirrorRole(ctx context.Context, role string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	dst, err := os.OpenRoot(filepath.Join(j.dir.Path, role))
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	names := runs.RoleFiles[role]
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], kube.ReadArgs(holderMount(role), kubeOutputCap, names), pw, io.Discard)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	err = untarInto(pr, dst, names, kubeOutputCap, writeGrow)
+	pr.CloseWithError(errors.New("stopped reading"))
+	return errors.Join(<-done, err)
+}
+
+// writeGrow makes name in dst exactly the size bytes of r, in place: when
+// the file already holds a prefix of them (the copy made a second ago of
+// a log that only grows) only the rest is appended; otherwise it is
+// rewritten from the start. The file stays the same file, so readers
+// that follow it by offset and inode (run's progress lines, runs tail)
+// see it grow. The run directory's role folders are written by the
+// harness alone on this path: no container writes there.
+func writeGrow(dst *os.Root, name string, r io.Reader, size int64) error {
+	f, err := dst.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%s is not a regular file", name)
+	}
+	have := min(fi.Size(), size)
+	head := make([]byte, have)
+	if _, err := io.ReadFull(r, head); err != nil {
+		return err
+	}
+	old := make([]byte, have)
+	if _, err := f.ReadAt(old, 0); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if fi.Size() > size || !bytes.Equal(old, head) {
+		if err := f.Truncate(0); err != nil {
+			return err
+		}
+		if _, err := f.WriteAt(head, 0); err != nil {
+			return err
+		}
+	}
+	if _, err := f.Seek(have, io.SeekStart); err != nil {
+		return err
+	}
+	_, err = io.CopyN(f, r, size-have)
+	return err
 }

@@ -168,3 +168,36 @@ func TestOutputVolumeOptions(t *testing.T) {
 		t.Error(`numericUser("node") passed`)
 	}
 }
+
+// TestWriteGrow: the live copy grows by what the source gained, in place
+// (same file), and starts over when the source is shorter.
+func TestWriteGrow(t *testing.T) {
+	dir := t.TempDir()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	write := func(s string) {
+		t.Helper()
+		if err := writeGrow(root, "log.jsonl", strings.NewReader(s), int64(len(s))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a\n")
+	before, _ := os.Stat(filepath.Join(dir, "log.jsonl"))
+	write("a\nb\n")
+	after, _ := os.Stat(filepath.Join(dir, "log.jsonl"))
+	if got, _ := os.ReadFile(filepath.Join(dir, "log.jsonl")); string(got) != "a\nb\n" || !os.SameFile(before, after) {
+		t.Errorf("after growth: %q (same file %v)", got, os.SameFile(before, after))
+	}
+	write("x\n")
+	if got, _ := os.ReadFile(filepath.Join(dir, "log.jsonl")); string(got) != "x\n" {
+		t.Errorf("after a shorter source: %q", got)
+	}
+	write("y\nc\n") // the prefix changed: rewritten, not appended to
+	last, _ := os.Stat(filepath.Join(dir, "log.jsonl"))
+	if got, _ := os.ReadFile(filepath.Join(dir, "log.jsonl")); string(got) != "y\nc\n" || !os.SameFile(before, last) {
+		t.Errorf("after a changed prefix: %q (same file %v)", got, os.SameFile(before, last))
+	}
+}

@@ -72,11 +72,14 @@ func (o *observer) watch(role, reportPath string, c *orchestrate.Container) {
 }
 
 // unobserved is the observation of a container whose init was not proven
-// (err, nil when it never ran: pid 0).
+// (err, nil when it never ran: pid 0). Without a process id nothing was
+// looked at: that fails the check too (the engine had reported no
+// running process when the container was inspected).
 func unobserved(pid int, err error) runs.Observation {
 	switch {
 	case pid <= 0 || err == nil:
-		return runs.Observation{Detail: "not observed: no process id"}
+		why := "no process id: the engine reported no running process when the container was inspected"
+		return runs.Observation{Detail: "not observed: " + why, Unproven: why}
 	case errors.Is(err, dockerx.ErrProcessGone):
 		return runs.Observation{Detail: "not observed: the process ended before it could be read"}
 	}

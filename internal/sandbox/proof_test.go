@@ -166,7 +166,10 @@ func TestLifecycleOldEngineRoutes(t *testing.T) {
 
 // TestUnobserved: a process that ended is not observed (its exit is judged
 // elsewhere); one not proven is unproven, and its check fails with the
-// reason, whatever that process would show.
+// reason, whatever that process would show; a container the engine
+// reported no process for was not looked at, and its check fails too
+// (found by TestEngineElsewhere: an agent that had ended before it was
+// inspected passed as "not observed: no process id").
 func TestUnobserved(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -175,7 +178,7 @@ func TestUnobserved(t *testing.T) {
 		unproven bool
 		ok       bool
 	}{
-		{"never ran", 0, nil, false, true},
+		{"no process id", 0, nil, true, false},
 		{"ended", 42, fmt.Errorf("process 42: %w", dockerx.ErrProcessGone), false, true},
 		{"not on this host", 42, fmt.Errorf("%w (%s)", dockerx.ErrNotOnThisHost, remote), true, false},
 	} {

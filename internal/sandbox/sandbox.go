@@ -161,6 +161,7 @@ type job struct {
 	own        *ownRun        // the user's workload, when one runs (workload.go)
 	noexec     *outputMounts  // the output directories' noexec mounts (outputmount.go)
 	volumeMode bool           // the output goes to engine volumes (outputvolume.go, wantVolumes)
+	mirrorStop func()         // ends the live copy of the roles' logs (outputvolume.go)
 	volumes    *outputVolumes // the output volumes and their holder, when output goes through the engine (outputvolume.go)
 	kube       *kubeRun       // the run's namespace on the Kubernetes backend (kube.go)
 	layers     *kube.Layers   // test-sandbox on Kubernetes: the measured network layers (kube_layers.go)
@@ -231,6 +232,8 @@ func (j *job) execute(ctx context.Context) error {
 	}
 	if j.volumes == nil { // a volume's size and inode limits are hard ones
 		j.startOutputCap(ctx)
+	} else {
+		j.mirrorStop = j.startMirror(ctx) // outputvolume.go: the logs, live
 	}
 	return j.sess.Apply(ctx, orchestrate.Hooks{
 		Phase: j.phases.do, Done: j.phaseDone, Stdout: io.MultiWriter(j.s.Out, &j.stdout), Stderr: io.MultiWriter(j.s.Err, &j.stderr),
@@ -474,6 +477,9 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	j.stopWatch()
 	if j.sess != nil {
 		j.capOver = j.stopOutputCap()
+		if j.mirrorStop != nil {
+			j.mirrorStop()
+		}
 		switch {
 		case j.o.Kube != nil:
 			j.kubeStop(bg)
