@@ -65,6 +65,7 @@ allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 		"MCPSIDECAR_CA_BUNDLE="+s.ca,
 		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id,
 	)
+	cmd.Env = append(cmd.Env, s.env...)
 	t.Cleanup(func() { agRemoveLeftovers(id, fx) })
 	var stdout strings.Builder
 	cmd.Stdout = &stdout
@@ -120,10 +121,16 @@ func TestRunProgressLines(t *testing.T) {
 	s := agPrepare(t)
 	var figures []string
 
-	for _, pass := range []string{"cold", "warm"} {
+	// volume: the output in engine volumes (docs/engine-only.md), whose
+	// logs reach the run directory by the harness's copy every second.
+	for _, pass := range []string{"cold", "warm", "volume"} {
 		t.Run(pass, func(t *testing.T) {
 			events := filepath.Join(s.dir, "events-"+pass+".jsonl")
-			r := progressRun(t, s, "task", "--events", events)
+			ps := s
+			if pass == "volume" {
+				ps.env = []string{"MCPSIDECAR_OUTPUT=volume"}
+			}
+			r := progressRun(t, ps, "task", "--events", events)
 			if r.err != nil {
 				t.Fatalf("mcpsidecar run: %v\nstderr:\n%s", r.err, r.stderr())
 			}

@@ -293,7 +293,8 @@ func (j *job) removeOutputVolumes(ctx context.Context) error {
 // into the run directory while the run goes.
 const mirrorEvery = time.Second
 
-// startMirror copies, every mirrorEvery until stopped, each role's logs
+// startMirror copies, every mirrorEvery until stopped (and once more at
+// the stop), each role's logs
 // (runs.RoleFiles) from its volume into its output directory of the run
 // directory, through the holder's reader, each file grown by what it
 // gained (writeGrow: the same file, appended to, as a role's own): so
@@ -304,6 +305,13 @@ const mirrorEvery = time.Second
 func (j *job) startMirror(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
+	mirror := func(ctx context.Context) {
+		for _, st := range j.sess.Plan.Containers {
+			if j.volumes.byRole[st.Role] != "" && len(runs.RoleFiles[st.Role]) > 0 {
+				_ = j.mirrorRole(ctx, st.Role)
+			}
+		}
+	}
 	go func() {
 		defer close(done)
 		tick := time.NewTicker(mirrorEvery)
@@ -314,14 +322,16 @@ func (j *job) startMirror(ctx context.Context) (stop func()) {
 				return
 			case <-tick.C:
 			}
-			for _, st := range j.sess.Plan.Containers {
-				if j.volumes.byRole[st.Role] != "" && len(runs.RoleFiles[st.Role]) > 0 {
-					_ = j.mirrorRole(ctx, st.Role)
-				}
-			}
+			mirror(ctx)
 		}
 	}()
-	return func() { cancel(); <-done }
+	return func() {
+		cancel()
+		<-done
+		last, cancelLast := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancelLast()
+		mirror(last)
+	}
 }
 
 // mirrorRole copies one role's logs; a failure is left to the next tick

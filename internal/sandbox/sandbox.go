@@ -474,12 +474,12 @@ func (j *job) writeJSON(name string, v any) error {
 func (j *job) finish(ctx context.Context, runErr error) error {
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
+	if j.mirrorStop != nil {
+		j.mirrorStop() // and a last copy, which the watcher's last read sees
+	}
 	j.stopWatch()
 	if j.sess != nil {
 		j.capOver = j.stopOutputCap()
-		if j.mirrorStop != nil {
-			j.mirrorStop()
-		}
 		switch {
 		case j.o.Kube != nil:
 			j.kubeStop(bg)
