@@ -101,6 +101,18 @@ WINE_PENDING := ./internal/runs/ ./internal/spec/ ./internal/spectrust/ ./intern
 wine-unit:
 	GOOS=windows GOARCH=amd64 $(GO) test -count=1 -exec $(CURDIR)/scripts/wine-exec.sh $(WINE_PACKAGES)
 
+# Release archives in dist/: one per target (tar.gz, zip for Windows)
+# holding the host binary with the version stamped, and SHA256SUMS.
+dist:
+	rm -rf dist && mkdir -p dist
+	@set -e; for t in $(TARGETS); do os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  d=dist/mcpsidecar-$(VERSION)-$$os-$$arch; mkdir -p $$d; \
+	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$d/mcpsidecar$$ext ./cmd/mcpsidecar; \
+	  cp LICENSE README.md $$d/; \
+	  if [ $$os = windows ]; then (cd dist && zip -qr $${d#dist/}.zip $${d#dist/}); else tar -C dist -czf $$d.tar.gz $${d#dist/}; fi; \
+	  rm -rf $$d; done
+	cd dist && sha256sum *.tar.gz *.zip > SHA256SUMS
+
 # go.mod and go.sum say exactly what the code imports.
 tidy-check:
 	$(GO) mod tidy -diff
