@@ -25,6 +25,8 @@ func main() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
+	// On Windows, Go delivers Ctrl-C and Ctrl-Break as os.Interrupt, and
+	// the console's close, logoff and shutdown events as SIGTERM.
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
 	go func() {
 		// The first signal asks for a graceful end: the command tears its

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -29,7 +28,7 @@ func saveAnswer(dir, text string, maxBytes int) error {
 	}
 	defer root.Close()
 	tmp := fmt.Sprintf(".%s.%d.tmp", AnswerFile, os.Getpid())
-	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, 0o644)
+	f, err := root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL|runs.NoFollow, 0o644)
 	if err != nil {
 		return fmt.Errorf("creating temporary answer file: %w", err)
 	}

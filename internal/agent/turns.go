@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -65,7 +64,7 @@ func openTurnLog(dir string) (*turnLog, error) {
 		return nil, fmt.Errorf("opening output directory: %w", err)
 	}
 	defer root.Close()
-	f, err := root.OpenFile(TurnsFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o644)
+	f, err := root.OpenFile(TurnsFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND|runs.NoFollow, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening turn log: %w", err)
 	}

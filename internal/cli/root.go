@@ -23,19 +23,18 @@ type Streams struct {
 }
 
 // subcommands builds every registered command. Register only commands that
-// work; each lives in its own file of this package.
+// work; each lives in its own file of this package. The in-container
+// roles register themselves from Linux-only files (roles_linux.go and
+// the hidden roles' own files): the containers are Linux, and a host
+// binary for Windows or macOS carries none of their code.
 var subcommands = []func(Streams) *cobra.Command{
 	newVersionCmd,
-	newAgentCmd,
-	newSidecarCmd,
-	newGatewayCmd,
 	newSpecCmd,
 	newRunCmd,
 	newDoctorCmd,
 	newTestSandboxCmd,
 	newGCCmd,
 	newRunsCmd,
-	newProbeCmd,
 	newReportCmd,
 	newMCPCmd,
 }

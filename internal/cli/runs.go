@@ -179,15 +179,17 @@ func runsShow(s Streams, dir, ref string, asJSON bool) error {
 	return listArtifacts(s, path)
 }
 
-// colorTerminal reports whether w is a terminal and NO_COLOR is unset, so
-// denials can be highlighted in colour.
+// colorTerminal reports whether w is a terminal that takes ANSI colours
+// (colourConsole: on Windows, a console whose virtual terminal mode can
+// be turned on) and NO_COLOR is unset, so denials can be highlighted in
+// colour.
 func colorTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	if !ok || os.Getenv("NO_COLOR") != "" {
 		return false
 	}
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && colourConsole(f)
 }
 
 func listArtifacts(s Streams, path string) error {

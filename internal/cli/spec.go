@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/spf13/cobra"
 )
@@ -331,7 +331,7 @@ func writeNoFollow(root *os.Root, name string, data []byte) error {
 	if fi, err := root.Lstat(name); err == nil && !fi.Mode().IsRegular() {
 		return fmt.Errorf("refusing to replace a %s", fi.Mode().Type())
 	}
-	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	f, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|runs.NoFollow, 0o644)
 	if err != nil {
 		return err
 	}

@@ -20,10 +20,4 @@ func init() {
 		_ = f.MarkHidden("x-workload-cmd")
 		_ = f.MarkHidden("x-gateway-cmd")
 	}
-	// A decision log that fills in a few requests (the e2e test of the
-	// gateway's refuse-all state, docs/egress.md).
-	addGatewayTestFlags = func(cmd *cobra.Command, o *gatewayOptions) {
-		cmd.Flags().Int64Var(&o.logBudget, "x-log-budget", 0, "lower the decision log's byte budget (testing)")
-		_ = cmd.Flags().MarkHidden("x-log-budget")
-	}
 }

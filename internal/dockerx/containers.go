@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -105,7 +106,10 @@ func hostConfig(s ContainerSpec) (*container.HostConfig, error) {
 	}
 	binds := make([]string, 0, len(s.Mounts))
 	for _, m := range s.Mounts {
-		if strings.ContainsAny(m.Source, ":,") || strings.ContainsAny(m.Target, ":,") {
+		// A Windows host's source starts with its drive ("C:"), which
+		// Docker Desktop takes in a bind; filepath.VolumeName is "" on
+		// Linux and macOS.
+		if src := m.Source[len(filepath.VolumeName(m.Source)):]; strings.ContainsAny(src, ":,") || strings.ContainsAny(m.Target, ":,") {
 			return nil, fmt.Errorf("container %s: mount path %q or %q contains ':' or ','", s.Name, m.Source, m.Target)
 		}
 		mode := "rw"

@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -147,7 +146,7 @@ func NewDecisionLog(w io.Writer) *DecisionLog {
 // overwriting something else. The bytes already in the file count
 // against the budget.
 func OpenDecisionLog(path string) (*DecisionLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|runs.NoFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening decision log: %w", err)
 	}
@@ -212,11 +211,11 @@ func (l *DecisionLog) lowerToFsize() {
 		return
 	}
 	l.checked = true
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &rl); err != nil || rl.Cur == ^uint64(0) || rl.Cur > uint64(l.budget)+LogHeadroom {
+	limit, ok := fsizeLimit()
+	if !ok || limit > uint64(l.budget)+LogHeadroom {
 		return
 	}
-	l.budget = max(int64(rl.Cur)-LogHeadroom, 0)
+	l.budget = max(int64(limit)-LogHeadroom, 0)
 }
 
 // fill marks the log full with why and writes the marker line, in the

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"syscall"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -117,7 +116,7 @@ func openCounts(decisionLog string) (*os.File, error) {
 		return nil, nil
 	}
 	path := filepath.Join(filepath.Dir(decisionLog), runs.FileEgressCounts)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|runs.NoFollow, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("opening the counts file: %w", err)
 	}

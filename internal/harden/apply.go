@@ -226,17 +226,3 @@ func (r *Report) notRequested(p Policy) {
 		}
 	}
 }
-
-// seccompLayers are the optional seccomp layers and whether p asks for each.
-func (p Policy) seccompLayers() []struct {
-	name string
-	on   bool
-} {
-	return []struct {
-		name string
-		on   bool
-	}{
-		{LayerNoSpawn, p.NoSpawn}, {LayerNoUnix, p.DenyUnixSockets},
-		{LayerNoListen, p.NoListen}, {LayerNoUDP, p.NoUDP}, {LayerNoNetlink, p.NoNetlink},
-	}
-}

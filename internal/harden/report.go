@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
@@ -63,7 +62,7 @@ func WriteReport(dir string, r Report) error {
 		return fmt.Errorf("encoding harden report: %w", err)
 	}
 	path := filepath.Join(dir, ReportFile)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o644)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|runs.NoFollow, 0o644)
 	if err != nil {
 		return fmt.Errorf("writing harden report: %w", err)
 	}

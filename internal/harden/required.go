@@ -1,5 +1,3 @@
-//go:build linux
-
 package harden
 
 import "slices"
@@ -16,4 +14,18 @@ func (p Policy) RequiredLayers() []string {
 		}
 	}
 	return slices.DeleteFunc(layers, p.bestEffort)
+}
+
+// seccompLayers are the optional seccomp layers and whether p asks for each.
+func (p Policy) seccompLayers() []struct {
+	name string
+	on   bool
+} {
+	return []struct {
+		name string
+		on   bool
+	}{
+		{LayerNoSpawn, p.NoSpawn}, {LayerNoUnix, p.DenyUnixSockets},
+		{LayerNoListen, p.NoListen}, {LayerNoUDP, p.NoUDP}, {LayerNoNetlink, p.NoNetlink},
+	}
 }

@@ -8,7 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // WriteOutput is [ReadCommand]'s work, in the holder: a tar of the named
@@ -67,7 +68,7 @@ func writeEntry(tw *tar.Writer, root *os.Root, name string, limit int64) (proble
 	case !lst.Mode().IsRegular():
 		return fmt.Sprintf("not a regular file (%s): not read", lst.Mode().Type()), nil
 	}
-	f, err := root.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|runs.NoFollow|runs.NonBlock, 0)
 	if err != nil {
 		return err.Error(), nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"syscall"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 )
@@ -132,11 +131,4 @@ func LiveOwner(rs []dockerx.Resource, host, run string, alive func(int) bool) in
 		}
 	}
 	return 0
-}
-
-// PIDAlive reports whether a process exists on this host (signal 0 probes
-// without delivering anything): the Alive of a GC on the host.
-func PIDAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -9,8 +9,8 @@ import (
 	"os"
 	"regexp"
 	"sync"
-	"syscall"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -96,7 +96,7 @@ type fileClient struct {
 }
 
 func (c *fileClient) Start(context.Context) error {
-	f, err := os.OpenFile(c.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(c.path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|runs.NoFollow, 0o600)
 	if err != nil {
 		return fmt.Errorf("opening the OTLP file: %w", err)
 	}

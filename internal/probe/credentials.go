@@ -13,9 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/redact"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // The proof that credentials stay at the boundary (issue 15). Threat: a
@@ -352,7 +352,7 @@ func (s *credentialScan) files(ctx context.Context, roots []string) (files int, 
 }
 
 func (s *credentialScan) file(p string) (int64, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|runs.NoFollow|runs.NonBlock, 0)
 	if err != nil {
 		return 0, err
 	}

@@ -29,9 +29,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
 	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
 )
@@ -562,7 +562,7 @@ func (t *tail) read(path string, final bool, line func(Source, []byte, int), pro
 
 // next returns the bytes the file gained since the last read.
 func (t *tail) next(path string, problem func(Source, int, string)) ([]byte, bool) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|runs.NoFollow|runs.NonBlock, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false // not written yet
 	}
@@ -582,10 +582,7 @@ func (t *tail) next(path string, problem func(Source, int, string)) ([]byte, boo
 		}
 		return nil, false
 	}
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
+	ino := inode(fi)
 	if (t.ino != 0 && ino != t.ino) || fi.Size() < t.off {
 		// Replaced or truncated under us: a record only grows. Start over
 		// on what is there now, once, and say so.

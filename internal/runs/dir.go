@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
@@ -156,7 +155,7 @@ func (d *Dir) ReadOutput(role, src string) ([]byte, error) {
 		return nil, fmt.Errorf("opening output directory %s: %w", role, err)
 	}
 	defer sub.Close()
-	f, err := sub.OpenFile(src, os.O_RDONLY|noFollow|nonBlock, 0)
+	f, err := sub.OpenFile(src, os.O_RDONLY|NoFollow|NonBlock, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening %s/%s: %w", role, src, err)
 	}
@@ -241,7 +240,7 @@ func cleanName(name string) string {
 // entry secures one regular file or directory, opened without following
 // a link (one swapped in since Lstat fails to open).
 func (s *securer) entry(rel string) {
-	f, err := s.d.root.OpenFile(rel, os.O_RDONLY|noFollow|nonBlock, 0)
+	f, err := s.d.root.OpenFile(rel, os.O_RDONLY|NoFollow|NonBlock, 0)
 	if err != nil {
 		s.errs = append(s.errs, fmt.Errorf("securing %s: %w", rel, err))
 		return
@@ -252,7 +251,7 @@ func (s *securer) entry(rel string) {
 		s.errs = append(s.errs, fmt.Errorf("securing %s: %w", rel, err))
 		return
 	}
-	if err := f.Chown(s.uid, s.gid); err != nil && !errors.Is(err, fs.ErrPermission) {
+	if err := chown(f, s.uid, s.gid); err != nil && !errors.Is(err, fs.ErrPermission) {
 		s.errs = append(s.errs, fmt.Errorf("owning %s: %w", rel, err))
 	}
 	safe := st.Mode().Perm() &^ 0o022
@@ -293,11 +292,7 @@ func (d *Dir) Usage(role string) (bytes int64, entries int, err error) {
 		}
 		entries++
 		if info, ierr := e.Info(); ierr == nil {
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				bytes += st.Blocks * 512
-			} else {
-				bytes += info.Size()
-			}
+			bytes += allocated(info)
 		}
 		if bytes > MaxOutputBytes || entries > MaxOutputEntries {
 			return fs.SkipAll

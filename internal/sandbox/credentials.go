@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
@@ -142,7 +141,7 @@ func searchDir(root string, held []heldValue, found func(rel, variable string)) 
 }
 
 func searchFile(p string, held []heldValue, longest int) ([]string, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(p, os.O_RDONLY|runs.NoFollow|runs.NonBlock, 0)
 	if err != nil {
 		return nil, err
 	}

@@ -207,5 +207,5 @@ func (j *job) unmountOutputs() {
 // within reports whether p is dir or below it.
 func within(p, dir string) bool {
 	rel, err := filepath.Rel(dir, p)
-	return err == nil && rel != ".." && !strings.HasPrefix(rel, "../")
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }

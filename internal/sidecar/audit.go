@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -186,11 +185,11 @@ func (l *AuditLog) lowerToFsize() {
 		return
 	}
 	l.checked = true
-	var rl syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &rl); err != nil || rl.Cur == ^uint64(0) || rl.Cur > uint64(l.budget)+AuditHeadroom {
+	limit, ok := fsizeLimit()
+	if !ok || limit > uint64(l.budget)+AuditHeadroom {
 		return
 	}
-	l.budget = max(int64(rl.Cur)-AuditHeadroom, 0)
+	l.budget = max(int64(limit)-AuditHeadroom, 0)
 }
 
 // fill marks the log full with why and writes its last line, naming the

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -42,7 +43,27 @@ func SeccompProfile() ([]byte, error) {
 }
 
 var seccompOnce = sync.OnceValues(func() ([]byte, error) {
-	p := seccomp.DefaultProfile()
+	var p seccomp.Seccomp
+	if err := json.Unmarshal(mobyDefault, &p); err != nil {
+		return nil, fmt.Errorf("reading Docker's default seccomp profile (seccomp_moby.json): %w", err)
+	}
+	return tighten(&p)
+})
+
+// mobyDefault is Docker's default profile, seccomp.DefaultProfile() of
+// the moby/profiles version in go.mod, encoded once: that function exists
+// only in the library's Linux build, and the profile is the engine's (a
+// Linux kernel's) whatever the host runs. seccomp_linux_test.go checks
+// the file is the library's profile and that the result is byte for byte
+// what the library's own value gives; `go test ./internal/spec -run
+// TestMobyProfileVendored -update` rewrites it after a version change.
+//
+//go:embed seccomp_moby.json
+var mobyDefault []byte
+
+// tighten applies this package's changes to Docker's default profile p
+// and encodes the result.
+func tighten(p *seccomp.Seccomp) ([]byte, error) {
 	kept := p.Syscalls[:0]
 	for _, rule := range p.Syscalls {
 		if rule.Action == specs.ActAllow {
@@ -68,7 +89,7 @@ var seccompOnce = sync.OnceValues(func() ([]byte, error) {
 		return nil, fmt.Errorf("encoding seccomp profile: %w", err)
 	}
 	return append(out, '\n'), nil
-})
+}
 
 // Argument rules, in the moby format. Each entry of argRules is one allow
 // rule (their conditions ANDed); several entries for one name are ORed.

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -111,13 +110,4 @@ func TestGeneratedRunJoinsEveryCall(t *testing.T) {
 	if s.ToolCalls != 200 || s.Allowed != 180 || s.Denied != 20 || s.Unlinked != 20 {
 		t.Errorf("stats %+v, want 200 calls, 180 allowed (all linked), 20 denied unlinked", s)
 	}
-}
-
-// cpuTime returns the process's user plus system CPU time.
-func cpuTime(tb testing.TB) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -61,7 +61,7 @@ var errNotRegular = errors.New("not a regular file")
 // host. It returns fs.ErrNotExist for a missing file and reports truncation
 // when the file exceeds limit.
 func readSource(dir, name string, limit int64) ([]byte, bool, error) {
-	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_RDONLY|runs.NoFollow|runs.NonBlock, 0)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) {
 			return nil, false, fmt.Errorf("opening %s: is a symbolic link, not followed", name)

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -242,7 +241,7 @@ const maxArtifact = 64 << 20
 // check and the read see the same file), and refuses one over maxArtifact.
 func readSmall(path string) ([]byte, error) {
 	name := filepath.Base(path)
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	f, err := os.OpenFile(path, os.O_RDONLY|runs.NoFollow|runs.NonBlock, 0)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("%s is missing", name)
 	}

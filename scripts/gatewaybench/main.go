@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command gatewaybench measures the egress gateway against Debian's Squid,
 // side by side in one run, on loopback only: CONNECT tunnel throughput (one
 // and many parallel streams), the latency a new tunnel adds, and resident

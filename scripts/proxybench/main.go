@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command proxybench measures the egress gateway against smokescreen and
 // Debian's Squid, side by side in one run, on loopback only (issue 19):
 // plain-HTTP forwarding (requests/s, p50, proxy CPU per request, upstream

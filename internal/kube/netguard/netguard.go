@@ -13,7 +13,9 @@
 //
 // The rules are programmed over netlink with github.com/google/nftables: no
 // nft binary is needed in the image. [Program] is pure (the rules as data,
-// golden-tested); [Install] sends them to the kernel. This package runs in
+// golden-tested); [Install] sends them to the kernel. Both are Linux-only
+// (install_linux.go, rules_linux.go); [Config], [Args] and [Parse] are
+// portable, for the host that writes the role's arguments. This package runs in
 // a container: it must not import the host's packages (internal/kube,
 // orchestrate, dockerx, sandbox, cli).
 package netguard

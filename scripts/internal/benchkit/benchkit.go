@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package benchkit holds what the proxy benchmarks in scripts/ share: the
 // proxy process under test (start, readiness, stop), its resident memory and
 // CPU time read from /proc, a CONNECT tunnel through it, and percentiles.

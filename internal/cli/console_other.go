@@ -1,0 +1,8 @@
+//go:build !windows
+
+package cli
+
+import "os"
+
+// colourConsole: every Unix terminal takes ANSI colours.
+func colourConsole(*os.File) bool { return true }
