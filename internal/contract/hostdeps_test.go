@@ -94,7 +94,7 @@ func TestRoleCommandsAreLinuxOnly(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	roleFiles := []string{"agent.go", "sidecar.go", "gateway.go", "gateway_credentials.go", "probe.go", "launch.go", "netguard.go", "kube_hold.go", "kube_layer.go", "harden.go", "roles_linux.go"}
+	roleFiles := []string{"agent.go", "sidecar.go", "gateway.go", "gateway_credentials.go", "probe.go", "launch.go", "netguard.go", "kube_hold.go", "kube_layer.go", "harden.go", "roles_linux.go", "engine_helpers.go"}
 	for _, target := range []string{"linux/amd64", "windows/amd64", "darwin/arm64"} {
 		goos, goarch, _ := strings.Cut(target, "/")
 		cmd := exec.Command("go", "list", "-f", "{{join .GoFiles \" \"}}", module+"internal/cli")

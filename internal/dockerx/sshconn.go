@@ -72,9 +72,9 @@ func sshDialer(args []string) func(ctx context.Context, network, addr string) (n
 // (write). Deadlines are not supported (the HTTP client uses its own
 // timeouts through the request's context).
 type cmdConn struct {
-	cmd     *exec.Cmd
-	r       io.ReadCloser
-	w       io.WriteCloser
+	cmd    *exec.Cmd
+	r      io.ReadCloser
+	w      io.WriteCloser
 	stderr lockedBuffer
 	once   sync.Once
 }

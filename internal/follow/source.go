@@ -25,7 +25,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // Source is one record that only grows while a run goes.
@@ -63,7 +64,7 @@ func (f *File) Name() string { return f.name }
 // Read implements [Source]. A link is not followed and a file that is not
 // regular is an error; a new inode or a shorter file is a restart.
 func (f *File) Read(max int64) ([]byte, bool, error) {
-	h, err := os.OpenFile(f.Path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	h, err := os.OpenFile(f.Path, os.O_RDONLY|runs.NoFollow|runs.NonBlock, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, false, nil
 	}
@@ -78,10 +79,7 @@ func (f *File) Read(max int64) ([]byte, bool, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, false, fmt.Errorf("not a regular file (%s): not followed", fi.Mode().Type())
 	}
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
+	ino := runs.Inode(fi)
 	restarted := (f.ino != 0 && ino != f.ino) || fi.Size() < f.off
 	if restarted {
 		f.off = 0

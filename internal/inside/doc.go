@@ -18,3 +18,15 @@ const (
 	// ([AwaitReady]).
 	ReadyCommand = "await-ready"
 )
+
+// ObserveCommand is our binary's hidden command that reads, from a helper
+// container sharing only a role container's pid namespace
+// (--pid container:<id>), the kernel's account of the role's main
+// process ([ObserveRole]): how the host observes a role's hardening
+// through the engine alone, with no /proc of this host.
+const ObserveCommand = "observe-role"
+
+// ObserveWatching is the line the observe-role helper prints on stderr
+// once it has read the role's process: the host releases a held role
+// only after it.
+const ObserveWatching = "observe-role: watching"

@@ -47,7 +47,7 @@ type Session struct {
 	// engine-only way (a helper container in the service's network
 	// namespace). It returns nil once the service answered.
 	AwaitReady func(ctx context.Context, c *Container, timeout time.Duration) error
-	Release func(st Step) error
+	Release    func(st Step) error
 }
 
 // CreatedNetwork is a network the session created.

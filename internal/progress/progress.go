@@ -582,7 +582,7 @@ func (t *tail) next(path string, problem func(Source, int, string)) ([]byte, boo
 		}
 		return nil, false
 	}
-	ino := inode(fi)
+	ino := runs.Inode(fi)
 	if (t.ino != 0 && ino != t.ino) || fi.Size() < t.off {
 		// Replaced or truncated under us: a record only grows. Start over
 		// on what is there now, once, and say so.

@@ -1,15 +1,15 @@
 //go:build unix
 
-package progress
+package runs
 
 import (
 	"io/fs"
 	"syscall"
 )
 
-// inode is the file's inode number, which changes when the file is
+// Inode is the file's inode number, which changes when the file is
 // replaced.
-func inode(fi fs.FileInfo) uint64 {
+func Inode(fi fs.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Ino
 	}
