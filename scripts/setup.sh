@@ -23,7 +23,7 @@ image=1
 
 packages=(squid chromium ca-certificates make gcc libc6-dev debootstrap python3
   containerd runc iptables iproute2 openssl jq strace openssh-client openssh-server
-  wine wine64 gcc-mingw-w64-x86-64-win32)  # make wine-unit: Windows unit tests under wine
+  zip wine wine64 gcc-mingw-w64-x86-64-win32)  # zip: make dist; make wine-unit: Windows unit tests under wine
 
 missing=()
 for p in "${packages[@]}"; do
