@@ -93,24 +93,15 @@ func TestEngineElsewhereOldEngineOnly(t *testing.T) {
 	r.checkUntouched(t)
 }
 
-// TestEngineElsewhereNonRoot: a user of no special group at all (the
-// engine is reached over TCP, no socket of this host) runs doctor and
-// test-sandbox against the engine elsewhere: both pass, the noexec
-// output probe included, and the record is theirs.
+// TestEngineElsewhereNonRoot: a user who is not root (the docker group's
+// user; the engine is reached over TCP, so no socket of this host is
+// used) runs doctor and test-sandbox against the engine elsewhere: both
+// pass, the noexec output probe included, and the record is theirs.
 func TestEngineElsewhereNonRoot(t *testing.T) {
 	id, _, _ := hxSetup(t)
 	u := eoUser(t)
 	eng := enginehost.Start(t, enginehost.Options{})
-	dir, err := os.MkdirTemp("", "mcpsidecar-elsewhere-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "mcpsidecar")
-	eoCopy(t, Binary(t), bin)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := eoUserBinary(t)
 	runsDir := filepath.Join(u.HomeDir, "elsewhere-runs-"+id)
 	t.Cleanup(func() { os.RemoveAll(runsDir); os.RemoveAll(runsDir + "-ts") })
 	out, code := eoRunAsEnv(t, u, bin, id, eng.Env, "doctor", "--runs-dir", runsDir)

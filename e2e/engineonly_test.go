@@ -187,17 +187,7 @@ func eoRunAsEnv(t *testing.T, u *user.User, bin, id string, env []string, args .
 func TestNonRootUserInDockerGroup(t *testing.T) {
 	id, _, label := hxSetup(t)
 	u := eoUser(t)
-	// The binary where the user can run it.
-	dir, err := os.MkdirTemp("", "mcpsidecar-nonroot-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	bin := filepath.Join(dir, "mcpsidecar")
-	eoCopy(t, Binary(t), bin)
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin := eoUserBinary(t)
 	runsDir := filepath.Join(u.HomeDir, "e2e-runs-"+id)
 	t.Cleanup(func() { os.RemoveAll(runsDir) })
 
@@ -244,6 +234,23 @@ func eoCheckOwned(t *testing.T, runDir string, u *user.User) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// eoUserBinary is a copy of the binary under test where any user can run
+// it.
+func eoUserBinary(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "mcpsidecar-nonroot-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "mcpsidecar")
+	eoCopy(t, Binary(t), bin)
+	return bin
 }
 
 func eoCopy(t *testing.T, src, dst string) {

@@ -3,6 +3,7 @@ package inside
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -22,7 +23,8 @@ const Ready = "await-ready: ready"
 // last failure, when ctx ends first.
 func AwaitReady(ctx context.Context, port int, path string, tcp bool) error {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	check := func(ctx context.Context) error { return getOK(ctx, "http://"+addr+path) }
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+	check := func(ctx context.Context) error { return GetOK(ctx, client, "http://"+addr+path) }
 	if tcp {
 		check = func(ctx context.Context) error {
 			var d net.Dialer
@@ -48,9 +50,10 @@ func AwaitReady(ctx context.Context, port int, path string, tcp bool) error {
 	}
 }
 
-// getOK is one GET that must be answered 200, through no proxy.
-func getOK(ctx context.Context, url string) error {
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{Proxy: nil, DisableKeepAlives: true}}
+// GetOK is one readiness request: a GET of url through client that must
+// be answered 200 (the host's own check from inside a namespace, and a
+// helper's, are the same request).
+func GetOK(ctx context.Context, client *http.Client, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -59,6 +62,7 @@ func getOK(ctx context.Context, url string) error {
 	if err != nil {
 		return err
 	}
+	io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
 	res.Body.Close()
 	if res.StatusCode != http.StatusOK {
 		return fmt.Errorf("GET %s: %s", url, res.Status)

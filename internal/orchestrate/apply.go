@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
+	"github.com/mcpsidecar/mcpsidecar/internal/inside"
 )
 
 // Session carries out one [Plan] and remembers everything it created, so
@@ -714,7 +715,7 @@ func (s *Session) readiness(r *Readiness, c *Container) (string, func(context.Co
 		Proxy: nil, DisableKeepAlives: true,
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
 	}}
-	return "GET " + url + " in the container", func(ctx context.Context) error { return get(ctx, client, url) }
+	return "GET " + url + " in the container", func(ctx context.Context) error { return inside.GetOK(ctx, client, url) }
 }
 
 // dialNetns is the only way the session connects to a container. Threat:
@@ -740,23 +741,6 @@ func listening(p dockerx.Process, port int) error {
 	}
 	if !ok {
 		return fmt.Errorf("nothing listens on port %d yet", port)
-	}
-	return nil
-}
-
-func get(ctx context.Context, client *http.Client, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	res, err := client.Do(req)
-	if err != nil {
-		return err
-	}
-	io.Copy(io.Discard, io.LimitReader(res.Body, 4096))
-	res.Body.Close()
-	if res.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", res.StatusCode)
 	}
 	return nil
 }
