@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,18 +133,26 @@ func TestLiveCollectorHangs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	var mu sync.Mutex
 	var conns []net.Conn
+	accepted := make(chan struct{})
 	go func() {
+		defer close(accepted)
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
+			mu.Lock()
 			conns = append(conns, c) // held open, never answered
+			mu.Unlock()
 		}
 	}()
 	defer func() {
+		ln.Close()
+		<-accepted
+		mu.Lock()
+		defer mu.Unlock()
 		for _, c := range conns {
 			c.Close()
 		}
