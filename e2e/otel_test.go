@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +84,13 @@ type jaegerSpan struct {
 // trace reads trace id back, waiting for the collector to store it.
 func (j jaeger) trace(t *testing.T, id string) ([]jaegerSpan, string) {
 	t.Helper()
+	return j.traceOf(t, id, 1)
+}
+
+// traceOf waits until Jaeger holds at least want spans of trace id (the
+// spans sent during a run are queryable before the end's are).
+func (j jaeger) traceOf(t *testing.T, id string, want int) ([]jaegerSpan, string) {
+	t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(200 * time.Millisecond) {
 		r, err := http.Get("http://" + j.query + "/api/traces/" + id)
 		if err == nil {
@@ -93,7 +101,7 @@ func (j jaeger) trace(t *testing.T, id string) ([]jaegerSpan, string) {
 					Spans []jaegerSpan `json:"spans"`
 				} `json:"data"`
 			}
-			if json.Unmarshal(b, &doc) == nil && len(doc.Data) == 1 && len(doc.Data[0].Spans) > 0 {
+			if json.Unmarshal(b, &doc) == nil && len(doc.Data) == 1 && len(doc.Data[0].Spans) >= want {
 				return doc.Data[0].Spans, string(b)
 			}
 		}
@@ -117,7 +125,8 @@ func TestOTelExportToJaeger(t *testing.T) {
 	if m == nil {
 		t.Fatalf("the run did not say it exported:\n%s", r.stderr)
 	}
-	spans, raw := j.trace(t, m[1])
+	said, _ := strconv.Atoi(m[2])
+	spans, raw := j.traceOf(t, m[1], said)
 	byID := map[string]jaegerSpan{}
 	for _, sp := range spans {
 		byID[sp.SpanID] = sp

@@ -54,9 +54,6 @@ func depsFor(t *testing.T, target, pkg string) []string {
 }
 
 func TestHostBinaryOffLinuxHasNoRoleCode(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
 	for _, target := range hostTargets {
 		t.Run(strings.ReplaceAll(target, "/", "_"), func(t *testing.T) {
 			deps := depsFor(t, target, "cmd/mcpsidecar")
@@ -91,9 +88,6 @@ func TestHostBinaryOffLinuxHasNoRoleCode(t *testing.T) {
 // TestRoleCommandsAreLinuxOnly: the files of the in-container roles'
 // commands are not part of the cli package's build off Linux.
 func TestRoleCommandsAreLinuxOnly(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs go list")
-	}
 	roleFiles := []string{"agent.go", "sidecar.go", "gateway.go", "gateway_credentials.go", "probe.go", "launch.go", "netguard.go", "kube_hold.go", "kube_layer.go", "harden.go", "roles_linux.go", "engine_helpers.go"}
 	for _, target := range []string{"linux/amd64", "windows/amd64", "darwin/arm64"} {
 		goos, goarch, _ := strings.Cut(target, "/")
