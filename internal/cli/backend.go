@@ -137,3 +137,12 @@ func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
+
+// backend is where the run's containers go: the cluster --backend
+// kubernetes named, or Docker.
+func (o sandboxOptions) backend() sandbox.Backend {
+	if o.kube != nil {
+		return sandbox.Kubernetes(o.kube)
+	}
+	return sandbox.Docker()
+}

@@ -75,7 +75,7 @@ func (o sandboxOptions) options() (sandbox.Options, error) {
 		RunsDir:  o.runsDir, Timeout: o.timeout, ReadyTimeout: o.readyTimeout, Keep: o.keep, Quiet: o.quiet,
 		Question: o.question, AllowOldEngine: o.allowOldEngine, GatewayEngine: o.gatewayEngine, SquidImage: o.squidImage,
 		SubnetPool: pool, SerializeEvidence: o.serializeEvidence, WorkloadCmd: o.workloadCmd, GatewayCmd: o.gatewayCmd,
-		Own: o.own.options(), Kube: o.kube,
+		Own: o.own.options(), Backend: o.backend(),
 	}, nil
 }
 

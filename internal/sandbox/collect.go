@@ -136,7 +136,7 @@ func (j *job) verdict(runErr error) error {
 		var c []runs.Check
 		c, err = j.probeVerdict()
 		v.Checks = append(v.Checks, c...)
-		for _, lc := range j.probeLayerChecks() { // kube_layers.go
+		for _, lc := range j.backend.isolation(j) { // Kubernetes: kube_layers.go
 			v.Checks = append(v.Checks, lc)
 			if !lc.OK && err == nil {
 				err = exitcode.With(exitcode.Violation, fmt.Errorf("%s: %s", lc.Name, lc.Detail))
@@ -148,7 +148,7 @@ func (j *job) verdict(runErr error) error {
 	}
 	if j.sess != nil {
 		v.Checks = append(v.Checks, j.hardeningChecks()...)
-		v.Checks = append(v.Checks, j.bridgeChecks()...)
+		v.Checks = append(v.Checks, j.backend.checks(j)...)
 		v.Checks = append(v.Checks, j.credentialChecks()...)
 		var roles []string
 		for _, st := range j.sess.Plan.Containers {

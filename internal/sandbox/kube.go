@@ -60,45 +60,64 @@ type Kube struct {
 	GatewayHosts []kube.HostEntry
 }
 
-// kubeRun is a run on the cluster.
-type kubeRun struct {
+// Kubernetes is the backend that runs the roles as pods of the cluster k
+// names (issue 20; docs/kubernetes.md). One Backend is one run's: it
+// holds the run's namespace.
+func Kubernetes(k *Kube) Backend { return &kubeBackend{k: k} }
+
+// kubeBackend is a run on the cluster.
+type kubeBackend struct {
 	k  *Kube
 	ns string // "" until the namespace exists
 	// image is our image as the pods name it (kube.Input.RuntimeImage):
 	// the built tag, or its digest reference in the registry.
-	image string
-	mu    sync.Mutex // the services stop, and may be read, concurrently
+	image  string
+	mu     sync.Mutex   // the services stop, and may be read, concurrently
+	layers *kube.Layers // test-sandbox: the measured network layers (kube_layers.go)
 }
 
-// kubePlanInput holds no role at start: the hold that works around an old
-// Docker engine's default route has no counterpart on a pod (a pod's
-// routes are the network plugin's), and nothing would release it.
-func kubePlanInput(next func(*orchestrate.Input) error) func(*orchestrate.Input) error {
-	return func(in *orchestrate.Input) error {
-		in.HoldInternal = false
-		if next != nil {
-			return next(in)
-		}
-		return nil
-	}
+func (b *kubeBackend) name() string { return "kubernetes" }
+
+// preflight: the pods' processes are the cluster's (no pid is used, so
+// the engine's locality is not asked); the namespaces dead runs left are
+// deleted (kube_gc.go).
+func (b *kubeBackend) preflight(ctx context.Context, j *job) error {
+	b.gc(ctx, j)
+	return nil
 }
+
+// input holds no role at start: the hold that works around an old Docker
+// engine's default route has no counterpart on a pod (a pod's routes are
+// the network plugin's), and nothing would release it.
+func (b *kubeBackend) input(_ *job, in *orchestrate.Input) error {
+	in.HoldInternal = false
+	return nil
+}
+
+// outputs makes the run directory's output folders noexec, as the Docker
+// backend does with host directories; the pods write to volumes of their
+// own, read through the API (kube_output.go).
+func (b *kubeBackend) outputs(_ context.Context, j *job, plan *orchestrate.Plan) error {
+	return j.mountHostOutputs(plan)
+}
+
+func (b *kubeBackend) checks(*job) []runs.Check { return nil }
 
 // kubeApply creates the run's objects (phase "pods": namespace, Services,
 // policies, gateway and sidecar until Ready, the agent), waits for the
 // agent's end (phase "wait") and records the workload's output.
-func (j *job) kubeApply(ctx context.Context) error {
-	k := j.o.Kube
-	j.kube = &kubeRun{k: k}
-	j.kubeEngineNote()
+func (b *kubeBackend) apply(ctx context.Context, j *job) error {
+	k := b.k
+	b.engineNote(j)
 	in := kube.Input{Plan: j.sess.Plan, Profile: j.profile, RuntimeImage: j.image.Tag, NamespacePrefix: k.NamespacePrefix,
 		Token: token(), RuntimeDefaultSeccomp: k.NodeRoot == "", GatewayHosts: k.GatewayHosts}
-	if err := j.phases.do("kube-image", func() error { return j.kubePrepare(ctx, &in) }); err != nil {
+	if err := j.phases.do("kube-image", func() error { return b.prepare(ctx, j, &in) }); err != nil {
 		return err
 	}
-	j.kube.image = in.RuntimeImage
+	b.image = in.RuntimeImage
 	var run *kube.Run
 	err := j.phases.do("pods", func() error {
-		j.kube.ns = in.NamespaceName() // Create deletes it again on failure; teardown deletes it too
+		b.ns = in.NamespaceName() // Create deletes it again on failure; teardown deletes it too
 		var err error
 		run, err = k.Client.Create(ctx, in, kube.CreateOptions{ReadyTimeout: j.o.ReadyTimeout, PodAddresses: k.PodAddresses, Adjust: addHolder(in.RuntimeImage)})
 		return err
@@ -113,20 +132,20 @@ func (j *job) kubeApply(ctx context.Context) error {
 			c.IPs["pod"] = p.Status.PodIP
 		}
 		j.sess.Containers = append(j.sess.Containers, c)
-		if err := j.kubeStarted(run.Namespace, c); err != nil {
+		if err := b.started(j, c); err != nil {
 			return err
 		}
 	}
-	if err := j.kubeLayers(ctx, run); err != nil {
+	if err := b.measureLayers(ctx, j, run); err != nil {
 		return err
 	}
-	return j.phases.do(orchestrate.PhaseWait, func() error { return j.kubeWait(ctx, run.Namespace) })
+	return j.phases.do(orchestrate.PhaseWait, func() error { return b.wait(ctx, j) })
 }
 
-// kubeEngineNote qualifies the old-engine degradation checkEngine
+// engineNote qualifies the old-engine degradation checkEngine
 // recorded: on this backend Docker only builds the image, so none of the
 // Docker workarounds it names applies.
-func (j *job) kubeEngineNote() {
+func (b *kubeBackend) engineNote(j *job) {
 	for i, d := range j.meta.Degradations {
 		if strings.HasPrefix(d, "Docker Engine ") && strings.Contains(d, "accepted by --allow-old-engine") {
 			j.meta.Degradations[i] = d + " (Kubernetes backend: this engine only built the image; no role ran on it and none was held)"
@@ -167,13 +186,13 @@ func addHolder(image string) func(*corev1.Pod) {
 	}
 }
 
-// kubeStarted writes a service's <role>-start-results.json, as the
+// started writes a service's <role>-start-results.json, as the
 // Docker backend does; the pods phase timed them together.
-func (j *job) kubeStarted(ns string, c *orchestrate.Container) error {
+func (b *kubeBackend) started(j *job, c *orchestrate.Container) error {
 	if c.Step.Workload {
 		return nil
 	}
-	res := startResult{Role: c.Step.Role, Container: c.ID, ID: ns + "/" + c.ID, IPs: c.IPs, OK: true,
+	res := startResult{Role: c.Step.Role, Container: c.ID, ID: b.ns + "/" + c.ID, IPs: c.IPs, OK: true,
 		Action:     "create the pod (Kubernetes), wait until the kubelet's readiness probe passes (HTTP GET /healthz on the pod's address)",
 		DurationMS: j.phases.list[len(j.phases.list)-1].DurationMS}
 	return j.writeJSON(runs.StartResultsFile(c.Step.Role), []startResult{res})
@@ -181,8 +200,8 @@ func (j *job) kubeStarted(ns string, c *orchestrate.Container) error {
 
 // kubePrepare brings the image and the seccomp profile to the node; with
 // a registry, in.RuntimeImage becomes the pushed image's digest reference.
-func (j *job) kubePrepare(ctx context.Context, in *kube.Input) error {
-	k := j.o.Kube
+func (b *kubeBackend) prepare(ctx context.Context, j *job, in *kube.Input) error {
+	k := b.k
 	if k.NodeRoot == "" {
 		d := "kubernetes: the pods use the runtime's default seccomp profile, not ours (no node directory to install it in: --kube-node-root)"
 		j.meta.Degradations = append(j.meta.Degradations, d)
@@ -191,7 +210,7 @@ func (j *job) kubePrepare(ctx context.Context, in *kube.Input) error {
 		return err
 	}
 	if k.Registry != "" {
-		return j.kubePush(ctx, in)
+		return b.push(ctx, j, in)
 	}
 	if k.ImportSocket == "" {
 		return nil
@@ -211,8 +230,8 @@ func (j *job) kubePrepare(ctx context.Context, in *kube.Input) error {
 // the digest cannot, so a pod runs the bytes built here or none. The
 // credential (if any) goes from the config file to the engine's header
 // only, never to an artifact or a message.
-func (j *job) kubePush(ctx context.Context, in *kube.Input) error {
-	k := j.o.Kube
+func (b *kubeBackend) push(ctx context.Context, j *job, in *kube.Input) error {
+	k := b.k
 	p, ok := j.sess.Engine.(dockerx.Pusher)
 	if !ok {
 		return fmt.Errorf("pushing %s: the engine cannot push images", in.RuntimeImage)
@@ -271,13 +290,13 @@ func installProfile(nodeRoot, profile string) error {
 	return nil
 }
 
-// kubeWait waits for the agent's end, bounded by the run's timeout, and
+// wait waits for the agent's end, bounded by the run's timeout, and
 // copies its log (stdout and stderr as one stream: the API merges them)
 // to the workload's stdout.
-func (j *job) kubeWait(ctx context.Context, ns string) error {
+func (b *kubeBackend) wait(ctx context.Context, j *job) error {
 	c := j.sess.Find(orchestrate.RoleAgent)
 	j.running = &orchestrate.Running{}
-	code, err := j.o.Kube.Client.WaitDone(ctx, ns, c.ID, j.o.Timeout)
+	code, err := b.k.Client.WaitDone(ctx, b.ns, c.ID, j.o.Timeout)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			c.TimedOut = true
@@ -288,7 +307,7 @@ func (j *job) kubeWait(ctx context.Context, ns string) error {
 	c.ExitCode, j.agentExit = &code, &code
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := j.o.Kube.Client.Logs(lctx, ns, c.ID, kube.ContainerName, io.MultiWriter(j.s.Out, &j.stdout)); err != nil {
+	if err := b.k.Client.Logs(lctx, b.ns, c.ID, kube.ContainerName, io.MultiWriter(j.s.Out, &j.stdout)); err != nil {
 		return err
 	}
 	if code != 0 {
@@ -297,16 +316,16 @@ func (j *job) kubeWait(ctx context.Context, ns string) error {
 	return nil
 }
 
-// kubeStop stops the services and reads every role's output files into
+// stop stops the services and reads every role's output files into
 // the run directory, where collect finds them as after a Docker run. The
 // services are stopped first, each by our stop command in its main
 // container (SIGTERM to the role, kube.Client.StopMain), and their files
 // read only once they have ended: the lines a role writes as it stops (a
 // call interrupted at teardown, a gateway request cut off) are in the
 // record. The holder keeps each pod and its volume meanwhile; the
-// namespace is deleted afterwards (kubeTeardown).
-func (j *job) kubeStop(ctx context.Context) {
-	if j.kube == nil || j.kube.ns == "" || len(j.sess.Containers) == 0 {
+// namespace is deleted afterwards (teardown).
+func (b *kubeBackend) stop(ctx context.Context, j *job) {
+	if b.ns == "" || len(j.sess.Containers) == 0 {
 		return
 	}
 	read := map[string]bool{} // roles whose files were read before a forced stop
@@ -322,10 +341,10 @@ func (j *job) kubeStop(ctx context.Context) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if j.kubeStopService(ctx, c) {
-					j.kube.mu.Lock()
+				if b.stopService(ctx, j, c) {
+					b.mu.Lock()
 					read[c.Step.Role] = true
-					j.kube.mu.Unlock()
+					b.mu.Unlock()
 				}
 			}()
 		}
@@ -334,20 +353,20 @@ func (j *job) kubeStop(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, c := range j.sess.Containers {
 		if !read[c.Step.Role] {
-			wg.Go(func() { j.kubeCollectOutput(ctx, c) }) // about a second each, mostly the exec's setup
+			wg.Go(func() { b.collectOutput(ctx, j, c) }) // about a second each, mostly the exec's setup
 		}
 	}
 	wg.Wait()
 }
 
-// kubeStopService stops one service and records its exit code. A role
+// stopService stops one service and records its exit code. A role
 // still running after the grace is stopped with its whole pod, which
 // takes its volume: its files are read just before (read is then true).
-func (j *job) kubeStopService(ctx context.Context, c *orchestrate.Container) (read bool) {
-	res, err := j.o.Kube.Client.StopMain(ctx, j.kube.ns, c.ID, kube.StopOptions{
+func (b *kubeBackend) stopService(ctx context.Context, j *job, c *orchestrate.Container) (read bool) {
+	res, err := b.k.Client.StopMain(ctx, b.ns, c.ID, kube.StopOptions{
 		Grace: orchestrate.StopGrace + kubeStatusLag,
 		BeforeKill: func(ctx context.Context) {
-			j.kubeCollectOutput(ctx, c)
+			b.collectOutput(ctx, j, c)
 			read = true
 		},
 		KillTimeout: orchestrate.StopGrace + 30*time.Second,
@@ -368,17 +387,17 @@ func (j *job) kubeStopService(ctx context.Context, c *orchestrate.Container) (re
 // and then updates the pod's status.
 const kubeStatusLag = 5 * time.Second
 
-// kubeCollectOutput reads a role's output files into the run directory;
+// collectOutput reads a role's output files into the run directory;
 // what was refused or failed is an artifact problem.
-func (j *job) kubeCollectOutput(ctx context.Context, c *orchestrate.Container) {
+func (b *kubeBackend) collectOutput(ctx context.Context, j *job, c *orchestrate.Container) {
 	rctx, cancel := context.WithTimeout(ctx, kubeReadTimeout)
 	defer cancel()
-	problems, err := j.kubeReadOutput(rctx, c)
+	problems, err := b.readOutput(rctx, j, c)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	j.kube.mu.Lock()
-	defer j.kube.mu.Unlock()
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	for _, p := range problems {
 		msg := fmt.Sprintf("%s output: %s", c.Step.Role, p)
 		j.meta.ArtifactProblems = append(j.meta.ArtifactProblems, msg)
@@ -390,13 +409,12 @@ func (j *job) kubeCollectOutput(ctx context.Context, c *orchestrate.Container) {
 // kubeOutputCap each, streamed through the API.
 const kubeReadTimeout = time.Minute
 
-// kubeTeardown deletes the run's namespace and waits until it is gone.
-func (j *job) kubeTeardown(ctx context.Context) error {
-	j.recordContainers()
-	if j.kube == nil || j.kube.ns == "" {
+// teardown deletes the run's namespace and waits until it is gone.
+func (b *kubeBackend) teardown(ctx context.Context, _ *job) error {
+	if b.ns == "" {
 		return nil
 	}
-	return j.o.Kube.Client.Delete(ctx, j.kube.ns)
+	return b.k.Client.Delete(ctx, b.ns)
 }
 
 // kubeLogs reads a role's log through the API (the container id is the

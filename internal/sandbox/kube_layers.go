@@ -9,23 +9,23 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
-// kubeLayers measures, for test-sandbox on a cluster, which of the
+// measureLayers measures, for test-sandbox on a cluster, which of the
 // agent's two network layers hold there (kube.CheckLayers; issue 20 item
 // 3), before the probe suite's result is known: the NetworkPolicies
 // (enforced only by some network plugins) and the agent pod's own rules.
 // The result is kube-layers.json; a policy layer that is not enforced is a
 // recorded degradation (the pod's rules stand in for it), pod rules that
-// do not hold are an isolation violation (probeLayerChecks).
-func (j *job) kubeLayers(ctx context.Context, run *kube.Run) error {
+// do not hold are an isolation violation (isolation).
+func (b *kubeBackend) measureLayers(ctx context.Context, j *job, run *kube.Run) error {
 	if j.o.Workload != orchestrate.WorkloadProbe {
 		return nil
 	}
 	return j.phases.do("layers", func() error {
-		l, err := j.o.Kube.Client.CheckLayers(ctx, run, j.kube.image, j.o.ReadyTimeout)
+		l, err := b.k.Client.CheckLayers(ctx, run, b.image, j.o.ReadyTimeout)
 		if err != nil {
 			return err
 		}
-		j.layers = &l
+		b.layers = &l
 		for _, layer := range l.Layers {
 			fmt.Fprintf(j.s.Err, "kubernetes layer %-13s %s: %s\n", layer.Name, layer.State, layer.Evidence)
 			if layer.Name == kube.LayerNetworkPolicy && !layer.Holds {
@@ -36,14 +36,14 @@ func (j *job) kubeLayers(ctx context.Context, run *kube.Run) error {
 	})
 }
 
-// probeLayerChecks are the verdict's checks of the measured layers: the
+// isolation is the verdict's checks of the measured layers: the
 // agent pod's own rules must hold.
-func (j *job) probeLayerChecks() []runs.Check {
-	if j.layers == nil {
+func (b *kubeBackend) isolation(*job) []runs.Check {
+	if b.layers == nil {
 		return nil
 	}
 	var out []runs.Check
-	for _, l := range j.layers.Layers {
+	for _, l := range b.layers.Layers {
 		if l.Name == kube.LayerPodRules {
 			out = append(out, runs.Check{Name: "agent pod's own network rules hold (Kubernetes)", OK: l.Holds, Detail: l.Evidence})
 		}

@@ -14,12 +14,12 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
-// kubeReadOutput reads the files collect needs of a role (runs.RoleFiles
+// readOutput reads the files collect needs of a role (runs.RoleFiles
 // and the harden report) from its pod's output volume, through the API
 // (the holder's read command, kube.Client.ReadOutput), into the role's
 // output directory of the run directory. It returns what the pod said
 // about the files (a link or a FIFO left out, a file over the cap).
-func (j *job) kubeReadOutput(ctx context.Context, c *orchestrate.Container) ([]string, error) {
+func (b *kubeBackend) readOutput(ctx context.Context, j *job, c *orchestrate.Container) ([]string, error) {
 	role := c.Step.Role
 	dir, ok := podOutputDir(c.Step)
 	if !ok {
@@ -39,7 +39,7 @@ func (j *job) kubeReadOutput(ctx context.Context, c *orchestrate.Container) ([]s
 	done := make(chan result, 1)
 	go func() {
 		var r result
-		r.problems, r.notes, r.err = j.o.Kube.Client.ReadOutput(ctx, j.kube.ns, c.ID, dir, names, kubeOutputCap, pw)
+		r.problems, r.notes, r.err = b.k.Client.ReadOutput(ctx, b.ns, c.ID, dir, names, kubeOutputCap, pw)
 		pw.CloseWithError(r.err)
 		done <- r
 	}()

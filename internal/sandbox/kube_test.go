@@ -22,21 +22,15 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
-// TestKubePlanInput: the Kubernetes backend holds no role at start (an
-// old Docker engine's hold has nothing to release it on a pod), and the
-// caller's hook still runs.
-func TestKubePlanInput(t *testing.T) {
-	called := false
-	f := kubePlanInput(func(in *orchestrate.Input) error { called = true; return nil })
+// TestKubeBackendInput: the Kubernetes backend holds no role at start
+// (an old Docker engine's hold has nothing to release it on a pod).
+func TestKubeBackendInput(t *testing.T) {
 	in := orchestrate.Input{HoldInternal: true}
-	if err := f(&in); err != nil {
+	if err := Kubernetes(&Kube{}).input(&job{}, &in); err != nil {
 		t.Fatal(err)
 	}
-	if in.HoldInternal || !called {
-		t.Errorf("HoldInternal %v, next called %v; want false, true", in.HoldInternal, called)
-	}
-	if err := kubePlanInput(nil)(&in); err != nil {
-		t.Fatal(err)
+	if in.HoldInternal {
+		t.Error("HoldInternal is still true on the Kubernetes backend")
 	}
 }
 
@@ -76,7 +70,7 @@ func ptr[T any](v T) *T { return &v }
 
 func TestKubeEngineNote(t *testing.T) {
 	j := &job{meta: runs.Metadata{Degradations: []string{"Docker Engine 20.10 is older than 26: ...; accepted by --allow-old-engine: held", "other"}}}
-	j.kubeEngineNote()
+	(&kubeBackend{}).engineNote(j)
 	if !strings.HasSuffix(j.meta.Degradations[0], "no role ran on it and none was held)") || j.meta.Degradations[1] != "other" {
 		t.Errorf("degradations %q", j.meta.Degradations)
 	}
@@ -100,10 +94,11 @@ func TestKubePush(t *testing.T) {
 			eng.PushErr = errors.New("denied: requested access to the resource is denied")
 		}
 		var errb bytes.Buffer
-		j := &job{s: Output{Err: &errb}, o: Options{Kube: &Kube{Registry: repo, DockerConfig: cfg}},
+		b := &kubeBackend{k: &Kube{Registry: repo, DockerConfig: cfg}}
+		j := &job{s: Output{Err: &errb}, backend: b,
 			sess: &orchestrate.Session{Engine: eng}, image: dockerx.ImageFiles{Tag: "mcpsidecar:0123456789abcdef"}}
 		in := kube.Input{RuntimeImage: "mcpsidecar:0123456789abcdef"}
-		err := j.kubePrepare(context.Background(), &in)
+		err := b.prepare(context.Background(), j, &in)
 		wantCalls := []string{"tag mcpsidecar:0123456789abcdef " + repo + ":0123456789abcdef", "push " + repo + ":0123456789abcdef"}
 		if diff := cmp.Diff(wantCalls, eng.CallList()); diff != "" {
 			t.Errorf("refuse %v: engine calls mismatch (-want +got):\n%s", refuse, diff)

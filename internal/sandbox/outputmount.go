@@ -60,15 +60,16 @@ type outputMounts struct {
 	accepted bool // EnvAllowExecOutput: nothing is checked
 }
 
-// mountOutputs makes every writable bind mount of the plan noexec on the
-// host. Each must be a directory of this run: a writable mount from
-// anywhere else is refused rather than remounted.
+// mountOutputs gives each role of a Docker run its output place: an
+// engine volume (outputvolume.go), or its directory of this run made
+// noexec on this host, which only a local engine's containers see. A
+// writable mount from anywhere else is refused rather than remounted.
 func (j *job) mountOutputs(ctx context.Context, plan *orchestrate.Plan) error {
 	j.noexec = &outputMounts{targets: map[string][]string{}}
 	if j.volumeMode {
 		return j.useOutputVolumes(ctx, plan)
 	}
-	if j.o.Kube == nil && !j.meta.Engine.Local {
+	if !j.meta.Engine.Local {
 		// The engine binds the paths on its own host, and its
 		// containers' mounts cannot be read from here (no process of
 		// theirs is on this host): nothing made here would hold there.
@@ -79,6 +80,15 @@ func (j *job) mountOutputs(ctx context.Context, plan *orchestrate.Plan) error {
 				"output directories a workload can map code from with "+EnvAllowExecOutput+"=1")
 		}
 		return j.execOutputAccepted(plan, err)
+	}
+	return j.mountHostOutputs(plan)
+}
+
+// mountHostOutputs makes every writable bind mount of the plan, each a
+// directory of this run, noexec on this host.
+func (j *job) mountHostOutputs(plan *orchestrate.Plan) error {
+	if j.noexec == nil {
+		j.noexec = &outputMounts{targets: map[string][]string{}}
 	}
 	for i := range plan.Containers {
 		st := &plan.Containers[i]

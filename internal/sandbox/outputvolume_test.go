@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -199,5 +200,61 @@ func TestWriteGrow(t *testing.T) {
 	last, _ := os.Stat(filepath.Join(dir, "log.jsonl"))
 	if got, _ := os.ReadFile(filepath.Join(dir, "log.jsonl")); string(got) != "y\nc\n" || !os.SameFile(before, last) {
 		t.Errorf("after a changed prefix: %q (same file %v)", got, os.SameFile(before, last))
+	}
+}
+
+// TestVolumeOutputFailureLeavesNothing: a failure while the output
+// volumes and their holder are made (a volume the engine refuses, the
+// holder not created or not started) fails the run-dir phase and removes
+// every volume and container made before it: the run's teardown runs
+// although no role was created.
+func TestVolumeOutputFailureLeavesNothing(t *testing.T) {
+	refused := errors.New("refused by the test")
+	for _, fail := range []string{"second volume", "holder create", "holder start"} {
+		t.Run(fail, func(t *testing.T) {
+			r := volumeRig(t)
+			volumes := 0
+			r.f.FailOn = func(call string) error {
+				if fail == "second volume" && strings.HasPrefix(call, "create-volume ") {
+					if volumes++; volumes == 2 {
+						return refused
+					}
+				}
+				return nil
+			}
+			if fail == "holder create" {
+				r.f.FailOn = func(call string) error {
+					if strings.HasPrefix(call, "create ") && strings.HasSuffix(call, "-holder") {
+						return refused
+					}
+					return nil
+				}
+			}
+			if fail == "holder start" {
+				r.f.StartErr = map[string]error{}
+				prev := r.f.OnCreate
+				r.f.OnCreate = func(c dockerx.ContainerSpec) {
+					prev(c)
+					if c.Labels[orchestrate.LabelRole] == "holder" {
+						r.f.StartErr["id-"+c.Name] = refused
+					}
+				}
+			}
+			res, err := r.run(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "refused by the test") {
+				t.Fatalf("run: %v, want the engine's refusal", err)
+			}
+			var phases []string
+			for _, p := range res.Metadata.Phases {
+				phases = append(phases, p.Name)
+			}
+			if !slices.Contains(phases, "teardown") {
+				t.Errorf("phases %v: no teardown after the failure", phases)
+			}
+			if len(r.f.Volumes) != 0 {
+				t.Errorf("volumes left: %v", r.f.Volumes)
+			}
+			assertAllRemoved(t, r.f)
+		})
 	}
 }

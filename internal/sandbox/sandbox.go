@@ -19,7 +19,6 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/enginever"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
-	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -83,9 +82,10 @@ type Options struct {
 	// test-sandbox --image; workload.go); nil and no [workload] in the
 	// spec: our agent.
 	Own *OwnWorkload
-	// Kube, when set, runs the roles as pods of a Kubernetes cluster
-	// (kube.go); nil: Docker containers.
-	Kube *Kube
+	// Backend is where the plan's containers run ([Docker],
+	// [Kubernetes]); nil is Docker. cli chooses it; nothing below asks
+	// which one it is (backend.go).
+	Backend Backend
 
 	// Hooks, each optional. They let a feature join the lifecycle without
 	// a phase of its own; doc.go says where each one is called.
@@ -163,8 +163,10 @@ type job struct {
 	volumeMode bool           // the output goes to engine volumes (outputvolume.go, wantVolumes)
 	mirrorStop func()         // ends the live copy of the roles' logs (outputvolume.go)
 	volumes    *outputVolumes // the output volumes and their holder, when output goes through the engine (outputvolume.go)
-	kube       *kubeRun       // the run's namespace on the Kubernetes backend (kube.go)
-	layers     *kube.Layers   // test-sandbox on Kubernetes: the measured network layers (kube_layers.go)
+	backend    Backend        // where the plan's containers run (backend.go)
+	// outputsStarted: the backend was asked for the output places, so it
+	// may have created objects (volumes, a holder) before the session.
+	outputsStarted bool
 }
 
 // Run carries out one whole lifecycle on engine: every phase in order,
@@ -178,10 +180,7 @@ func Run(ctx context.Context, engine dockerx.Engine, o Options, out Output) (Res
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if o.Kube != nil {
-		o.PlanInput = kubePlanInput(o.PlanInput)
-	}
-	j := &job{s: out, o: o, getenv: getenv, engine: engine, started: time.Now().UTC()}
+	j := &job{s: out, o: o, getenv: getenv, engine: engine, started: time.Now().UTC(), backend: cmp.Or(o.Backend, Docker())}
 	j.phases = &phaseLog{w: out.Err, quiet: o.Quiet, on: o.OnPhase}
 	j.meta = runs.Metadata{Schema: runs.MetadataSchema, Command: o.Command, Started: j.started,
 		Networks: []runs.Network{}, Containers: []runs.Container{}, Degradations: []string{}}
@@ -227,18 +226,7 @@ func (j *job) execute(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	if j.o.Kube != nil {
-		return j.kubeApply(ctx)
-	}
-	if j.volumes == nil { // a volume's size and inode limits are hard ones
-		j.startOutputCap(ctx)
-	} else {
-		j.mirrorStop = j.startMirror(ctx) // outputvolume.go: the logs, live
-	}
-	return j.sess.Apply(ctx, orchestrate.Hooks{
-		Phase: j.phases.do, Done: j.phaseDone, Stdout: io.MultiWriter(j.s.Out, &j.stdout), Stderr: io.MultiWriter(j.s.Err, &j.stderr),
-		ReadyTimeout: j.o.ReadyTimeout, Timeout: j.o.Timeout, StopAtExit: !j.o.Keep,
-	})
+	return j.backend.apply(ctx, j)
 }
 
 func (j *job) loadSpec(context.Context) error {
@@ -269,9 +257,6 @@ func (j *job) preflight(ctx context.Context) error {
 	if err := j.checkEngine(v); err != nil {
 		return err
 	}
-	if err := j.checkLocality(ctx); err != nil {
-		return err
-	}
 	if err := j.checkHost(); err != nil {
 		return err
 	}
@@ -279,8 +264,7 @@ func (j *job) preflight(ctx context.Context) error {
 		return err
 	}
 	j.gc(ctx)
-	j.kubeGC(ctx) // kube_gc.go
-	return nil
+	return j.backend.preflight(ctx, j) // the engine's locality (Docker), dead runs' namespaces (Kubernetes)
 }
 
 // checkEngine refuses engines older than 26 unless the user accepts the
@@ -322,9 +306,6 @@ func (j *job) checkEngine(v dockerx.EngineVersion) error {
 // host must enter to remove their default route, is refused then, before
 // anything is created.
 func (j *job) checkLocality(ctx context.Context) error {
-	if j.o.Kube != nil {
-		return nil // the pods' processes are the cluster's; no pid is used
-	}
 	l := j.engine.Locality(ctx)
 	j.meta.Engine.Local, j.meta.Engine.Locality = l.Local, l.Reason
 	if l.Local {
@@ -480,29 +461,24 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	j.stopWatch()
 	if j.sess != nil {
 		j.capOver = j.stopOutputCap()
-		switch {
-		case j.o.Kube != nil:
-			j.kubeStop(bg)
-		case !j.o.Keep: // kept servers (gateway, sidecar) stay up for the user to talk to
-			j.sess.Stop(bg)
-		}
+		j.backend.stop(bg, j)
 		j.finishObserving()
 		_ = j.phases.do("collect", func() error { return j.collect(bg) })
 	}
 	verdictErr := j.verdict(runErr)
-	if j.sess != nil {
+	if j.sess != nil || j.outputsStarted {
 		// Teardown gets a budget of its own: on a busy engine (dozens of
 		// runs at once) stopping and collecting can use up bg's, and a
 		// network removal cut short is a network left behind.
 		td, cancelTD := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 		_ = j.phases.do("teardown", func() error {
-			if j.o.Kube != nil {
-				return j.kubeTeardown(td)
-			}
-			return j.teardown(td)
+			j.recordContainers()
+			return j.backend.teardown(td, j)
 		})
 		cancelTD()
-		j.secureRunDir()
+		if j.sess != nil {
+			j.secureRunDir()
+		}
 	}
 	j.unmountOutputs() // outputmount.go: on every path, sess or not
 	err := errors.Join(runErr, verdictErr)
@@ -528,17 +504,12 @@ func exitCodeOf(err error) int {
 	return code
 }
 
-func (j *job) teardown(ctx context.Context) error {
-	j.recordContainers()
-	j.sess.CloseProcesses()
-	if j.o.Keep {
-		j.meta.Kept = true
-		j.meta.RemoveCommand = j.sess.RemoveCommand()
-		fmt.Fprintf(j.s.Err, "kept the sandbox (gc leaves it); remove it with:\n  %s\nor, with its run directory:\n  mcpsidecar runs rm %s --runs-dir %s\n",
-			j.meta.RemoveCommand[2], j.dir.ID, filepath.Dir(j.dir.Path))
-		return nil
-	}
-	return errors.Join(j.sess.Teardown(ctx), j.removeOutputVolumes(ctx))
+// keep records a kept sandbox and tells the user how to remove it.
+func (j *job) keep() {
+	j.meta.Kept = true
+	j.meta.RemoveCommand = j.sess.RemoveCommand()
+	fmt.Fprintf(j.s.Err, "kept the sandbox (gc leaves it); remove it with:\n  %s\nor, with its run directory:\n  mcpsidecar runs rm %s --runs-dir %s\n",
+		j.meta.RemoveCommand[2], j.dir.ID, filepath.Dir(j.dir.Path))
 }
 
 // secureRunDir makes the role folders safe and readable by the user who

@@ -126,7 +126,7 @@ func TestNoReportNoiseAfterTimeout(t *testing.T) {
 	}
 	defer d.Close()
 	killed := 137
-	j := &job{o: Options{Workload: orchestrate.WorkloadProbe}, dir: d, agentExit: &killed}
+	j := &job{o: Options{Workload: orchestrate.WorkloadProbe}, dir: d, agentExit: &killed, backend: Docker()}
 	if err := j.verdict(errors.New("agent still running after the 1s timeout; killed")); err != nil {
 		t.Errorf("verdict added %v", err)
 	}

@@ -33,13 +33,11 @@ func (j *job) makeRunDir(ctx context.Context) error {
 		return err
 	}
 	j.writeMetadata()
-	if j.o.Kube == nil {
-		if j.volumeMode, err = j.wantVolumes(); err != nil { // outputvolume.go
-			return err
-		}
-	}
 	in, err := j.planInput()
 	if err != nil {
+		return err
+	}
+	if err := j.backend.input(j, &in); err != nil {
 		return err
 	}
 	if j.o.PlanInput != nil {
@@ -68,7 +66,8 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := j.mountOutputs(ctx, &plan); err != nil { // outputmount.go, outputvolume.go
+	j.outputsStarted = true // from here on, the backend may have made something: teardown runs
+	if err := j.backend.outputs(ctx, j, &plan); err != nil { // outputmount.go, outputvolume.go
 		return err
 	}
 	j.sess = newSession(j.engine, plan)
@@ -222,7 +221,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv, orchestrate.RoleGateway: creds.Gateway},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels, Keep: j.o.Keep,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
-		HoldInternal: j.oldEngine() || j.volumeMode, GatewayEngine: j.o.GatewayEngine, SquidImage: j.o.SquidImage,
+		HoldInternal: j.oldEngine(), GatewayEngine: j.o.GatewayEngine, SquidImage: j.o.SquidImage,
 	}, nil
 }
 

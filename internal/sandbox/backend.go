@@ -1,0 +1,120 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+)
+
+// Backend is where a plan's containers run: Docker containers ([Docker])
+// or the pods of a Kubernetes cluster ([Kubernetes]). cli chooses one
+// (Options.Backend); the lifecycle calls it at fixed points and never
+// asks which one it got. Our image is built on the Docker engine whatever
+// the backend (the image phase), so the engine's checks (its version, its
+// gc) are the lifecycle's.
+//
+// The calls, in the lifecycle's order; every one gets the run (j) and
+// reads or records through it:
+//
+//	preflight  after the engine answered: the backend's own facts (is the
+//	           engine on this host?) and what its dead runs left (gc)
+//	input      may change the plan's input: what the backend cannot do
+//	outputs    after the plan is built: each role's output place (host
+//	           directories made noexec, engine volumes, pod volumes)
+//	apply      creates the plan's objects, in the plan's order, and waits
+//	           for the workload's end (its phases are its own)
+//	stop       stops what still runs, in the plan's stop order, and reads
+//	           each role's output where the lifecycle's collect finds it
+//	teardown   removes every object the run created (not with --keep)
+//	checks     the backend's own checks, added to the verdict
+//	isolation  the backend's own measures of the isolation (test-sandbox):
+//	           one that fails is an isolation violation, as a probe's is
+//
+// The methods are unexported: a backend is one of this package's, chosen
+// by its constructor; the seam is the set of calls, not a plug-in API.
+type Backend interface {
+	name() string
+	preflight(ctx context.Context, j *job) error
+	input(j *job, in *orchestrate.Input) error
+	outputs(ctx context.Context, j *job, plan *orchestrate.Plan) error
+	apply(ctx context.Context, j *job) error
+	stop(ctx context.Context, j *job)
+	teardown(ctx context.Context, j *job) error
+	checks(j *job) []runs.Check
+	isolation(j *job) []runs.Check
+}
+
+// Docker is the default backend: the plan's containers on the Docker
+// engine the lifecycle was given (orchestrate.Session).
+func Docker() Backend { return dockerBackend{} }
+
+// dockerBackend runs the plan on the engine through orchestrate.Session:
+// host directories made noexec (outputmount.go) or engine volumes
+// (outputvolume.go) for the output, helpers or the host for what is read
+// inside a role (routehelper.go, outside.go).
+type dockerBackend struct{}
+
+func (dockerBackend) name() string { return "docker" }
+
+func (dockerBackend) preflight(ctx context.Context, j *job) error { return j.checkLocality(ctx) }
+
+// input chooses where the output goes (outputvolume.go, wantVolumes):
+// in engine volumes, the roles are held at start until the holder has
+// them, as on an old engine until their route is gone.
+func (dockerBackend) input(j *job, in *orchestrate.Input) error {
+	var err error
+	if j.volumeMode, err = j.wantVolumes(); err != nil {
+		return err
+	}
+	in.HoldInternal = in.HoldInternal || j.volumeMode
+	return nil
+}
+
+func (dockerBackend) outputs(ctx context.Context, j *job, plan *orchestrate.Plan) error {
+	return j.mountOutputs(ctx, plan)
+}
+
+func (dockerBackend) apply(ctx context.Context, j *job) error {
+	if j.volumes == nil { // a volume's size and inode limits are hard ones
+		j.startOutputCap(ctx)
+	} else {
+		j.mirrorStop = j.startMirror(ctx) // outputvolume.go: the logs, live
+	}
+	return j.sess.Apply(ctx, orchestrate.Hooks{
+		Phase: j.phases.do, Done: j.phaseDone, Stdout: io.MultiWriter(j.s.Out, &j.stdout), Stderr: io.MultiWriter(j.s.Err, &j.stderr),
+		ReadyTimeout: j.o.ReadyTimeout, Timeout: j.o.Timeout, StopAtExit: !j.o.Keep,
+	})
+}
+
+// stop stops the services in the plan's order (orchestrate.Session.Stop);
+// kept servers (gateway, sidecar) stay up for the user to talk to. The
+// output that went to engine volumes is read by collect.
+func (dockerBackend) stop(ctx context.Context, j *job) {
+	if !j.o.Keep {
+		j.sess.Stop(ctx)
+	}
+}
+
+// teardown removes the session's containers and networks, then the
+// output volumes and their holder; when the run failed while they were
+// made, before any session, only those.
+func (dockerBackend) teardown(ctx context.Context, j *job) error {
+	if j.sess == nil {
+		return j.removeOutputVolumes(ctx)
+	}
+	j.sess.CloseProcesses()
+	if j.o.Keep {
+		j.keep()
+		return nil
+	}
+	return errors.Join(j.sess.Teardown(ctx), j.removeOutputVolumes(ctx))
+}
+
+// checks: the engine's bridge holds no address of the host (outside.go).
+func (dockerBackend) checks(j *job) []runs.Check { return j.bridgeChecks() }
+
+// isolation: the probe suite measures it all on this backend.
+func (dockerBackend) isolation(*job) []runs.Check { return nil }
