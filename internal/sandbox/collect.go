@@ -136,7 +136,7 @@ func (j *job) verdict(runErr error) error {
 		var c []runs.Check
 		c, err = j.probeVerdict()
 		v.Checks = append(v.Checks, c...)
-		for _, lc := range j.backend.isolation(j) { // Kubernetes: kube_layers.go
+		for _, lc := range j.backend.isolation(j) {
 			v.Checks = append(v.Checks, lc)
 			if !lc.OK && err == nil {
 				err = exitcode.With(exitcode.Violation, fmt.Errorf("%s: %s", lc.Name, lc.Detail))

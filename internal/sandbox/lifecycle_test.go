@@ -114,7 +114,7 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 		LoadSpec: func() (*spec.Spec, string, error) { return sp, "built-in default", nil },
 		RunsDir:  filepath.Join(dir, "runs"), Timeout: 10 * time.Second, ReadyTimeout: 5 * time.Second,
 		GatewayEngine: orchestrate.EngineOurs, SubnetPool: netip.MustParsePrefix(orchestrate.DefaultSubnetPool),
-		Getenv: func(k string) string { return env[k] },
+		Getenv: func(k string) string { return env[k] }, Backend: Docker(),
 	}
 	// Each started role writes the harden report its policy asks for, as
 	// the real roles do; the workload prints the check table and exits.

@@ -83,8 +83,8 @@ type Options struct {
 	// spec: our agent.
 	Own *OwnWorkload
 	// Backend is where the plan's containers run ([Docker],
-	// [Kubernetes]); nil is Docker. cli chooses it; nothing below asks
-	// which one it is (backend.go).
+	// [Kubernetes]); required. cli chooses it; nothing below asks which
+	// one it is (backend.go).
 	Backend Backend
 
 	// Hooks, each optional. They let a feature join the lifecycle without
@@ -180,7 +180,10 @@ func Run(ctx context.Context, engine dockerx.Engine, o Options, out Output) (Res
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	j := &job{s: out, o: o, getenv: getenv, engine: engine, started: time.Now().UTC(), backend: cmp.Or(o.Backend, Docker())}
+	if o.Backend == nil {
+		return Result{}, errors.New("sandbox: Options.Backend is not set")
+	}
+	j := &job{s: out, o: o, getenv: getenv, engine: engine, started: time.Now().UTC(), backend: o.Backend}
 	j.phases = &phaseLog{w: out.Err, quiet: o.Quiet, on: o.OnPhase}
 	j.meta = runs.Metadata{Schema: runs.MetadataSchema, Command: o.Command, Started: j.started,
 		Networks: []runs.Network{}, Containers: []runs.Container{}, Degradations: []string{}}
@@ -264,7 +267,7 @@ func (j *job) preflight(ctx context.Context) error {
 		return err
 	}
 	j.gc(ctx)
-	return j.backend.preflight(ctx, j) // the engine's locality (Docker), dead runs' namespaces (Kubernetes)
+	return j.backend.preflight(ctx, j)
 }
 
 // checkEngine refuses engines older than 26 unless the user accepts the

@@ -66,7 +66,8 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			return err
 		}
 	}
-	j.outputsStarted = true                                  // from here on, the backend may have made something: teardown runs
+	// From here on the backend may have made something: teardown runs.
+	j.outputsStarted = true
 	if err := j.backend.outputs(ctx, j, &plan); err != nil { // outputmount.go, outputvolume.go
 		return err
 	}

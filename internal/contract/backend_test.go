@@ -1,0 +1,50 @@
+package contract
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// lifecycleFiles are the sandbox package's sequencer: the stages every
+// run goes through whatever its backend (internal/sandbox/backend.go).
+var lifecycleFiles = []string{"sandbox.go", "steps.go", "collect.go", "redact.go", "doctor_verdict.go", "credentials.go", "harden.go"}
+
+// backendNames are what names one backend: its type, its constructor,
+// its configuration, or the packages only it drives.
+var backendNames = map[string]bool{"dockerBackend": true, "kubeBackend": true, "Docker": true, "Kubernetes": true, "Kube": true}
+
+// TestLifecycleNamesNoBackend: the lifecycle calls its Backend and never
+// asks which one it got. Its files name no backend type, constructor or
+// configuration, and import no Kubernetes package.
+func TestLifecycleNamesNoBackend(t *testing.T) {
+	dir := filepath.Join("..", "sandbox")
+	fset := token.NewFileSet()
+	for _, name := range lifecycleFiles {
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if p := strings.Trim(imp.Path.Value, `"`); strings.HasSuffix(p, "/internal/kube") || strings.HasPrefix(p, "k8s.io/") {
+				t.Errorf("%s imports %s: the lifecycle names no backend's package", name, p)
+			}
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch x := n.(type) {
+			case *ast.Ident:
+				if backendNames[x.Name] {
+					t.Errorf("%s: names %s, a backend (%s)", name, x.Name, fset.Position(x.Pos()))
+				}
+			case *ast.SelectorExpr:
+				if backendNames[x.Sel.Name] {
+					t.Errorf("%s: names .%s, a backend (%s)", name, x.Sel.Name, fset.Position(x.Pos()))
+				}
+			}
+			return true
+		})
+	}
+}

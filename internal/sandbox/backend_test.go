@@ -1,0 +1,209 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+)
+
+// fakeBackend records the lifecycle's calls and creates nothing on an
+// engine: its apply "runs" every planned container, which exits 0.
+type fakeBackend struct {
+	mu      sync.Mutex
+	calls   []string
+	failAt  string             // the call that fails
+	onApply func(*job) error   // replaces apply's end of the workload
+	extra   []runs.Check       // checks
+	iso     []runs.Check       // isolation
+	made    map[string]bool    // objects "created" by outputs and apply
+	cancel  context.CancelFunc // cancelled by apply, when set
+}
+
+var errFake = errors.New("the fake backend failed")
+
+func (b *fakeBackend) call(name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.calls = append(b.calls, name)
+	if b.failAt == name {
+		return errFake
+	}
+	return nil
+}
+
+func (b *fakeBackend) name() string { return "fake" }
+
+func (b *fakeBackend) preflight(context.Context, *job) error { return b.call("preflight") }
+
+func (b *fakeBackend) input(_ *job, in *orchestrate.Input) error {
+	in.HoldInternal = false
+	return b.call("input")
+}
+
+func (b *fakeBackend) outputs(_ context.Context, _ *job, plan *orchestrate.Plan) error {
+	b.made = map[string]bool{}
+	for _, st := range plan.Containers {
+		b.made["output "+st.Role] = true
+	}
+	return b.call("outputs")
+}
+
+func (b *fakeBackend) apply(ctx context.Context, j *job) error {
+	for _, st := range j.sess.Plan.Containers {
+		code := 0
+		j.sess.Containers = append(j.sess.Containers, &orchestrate.Container{Step: st, ID: "fake-" + st.Role, Pid: 1, ExitCode: &code})
+		b.made["container "+st.Role] = true
+	}
+	if b.cancel != nil {
+		b.cancel()
+		<-ctx.Done()
+	}
+	if err := b.call("apply"); err != nil {
+		return err
+	}
+	if b.onApply != nil {
+		return b.onApply(j)
+	}
+	code := 0
+	j.agentExit = &code
+	return nil
+}
+
+func (b *fakeBackend) stop(context.Context, *job) { _ = b.call("stop") }
+
+func (b *fakeBackend) teardown(context.Context, *job) error {
+	clear(b.made)
+	return b.call("teardown")
+}
+
+func (b *fakeBackend) checks(*job) []runs.Check {
+	_ = b.call("checks")
+	return b.extra
+}
+
+func (b *fakeBackend) isolation(*job) []runs.Check {
+	_ = b.call("isolation")
+	return b.iso
+}
+
+// fakeRig is a lifecycle rig whose plan runs on fakeBackend: the engine
+// only answers preflight and builds the image.
+func fakeRig(t *testing.T, workload orchestrate.Workload) (*rig, *fakeBackend) {
+	r := newRig(t, workload)
+	b := &fakeBackend{}
+	r.o.Backend = b
+	return r, b
+}
+
+// TestBackendSeamOrder: the lifecycle calls a backend in its fixed order,
+// adds its checks to the verdict, and creates nothing on the engine but
+// the image (the plan's containers are the backend's).
+func TestBackendSeamOrder(t *testing.T) {
+	r, b := fakeRig(t, orchestrate.WorkloadCheck)
+	b.extra = []runs.Check{{Name: "the fake backend's own check", OK: true, Detail: "looked"}}
+	res, err := r.run(context.Background())
+	if err != nil && !strings.HasPrefix(err.Error(), "verdict: ") {
+		t.Fatalf("run: %v\n%s", err, r.errb.String())
+	}
+	want := []string{"preflight", "input", "outputs", "apply", "stop", "checks", "teardown"}
+	if diff := cmp.Diff(want, b.calls); diff != "" {
+		t.Errorf("backend calls (-want +got):\n%s", diff)
+	}
+	if !slices.ContainsFunc(res.Metadata.Verdict.Checks, func(c runs.Check) bool { return c.Name == "the fake backend's own check" }) {
+		t.Errorf("the backend's check is not in the verdict: %+v", res.Metadata.Verdict.Checks)
+	}
+	for _, c := range r.f.CallList() {
+		if strings.HasPrefix(c, "create ") || strings.HasPrefix(c, "create-network ") || strings.HasPrefix(c, "create-volume ") {
+			t.Errorf("the lifecycle created %q on the engine; the plan is the backend's", c)
+		}
+	}
+	wantPhases := []string{"spec", "preflight", "image", "run-dir", "collect", "teardown"}
+	if diff := cmp.Diff(wantPhases, phaseNames(res.Metadata.Phases)); diff != "" {
+		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	if len(b.made) != 0 {
+		t.Errorf("left after teardown: %v", b.made)
+	}
+}
+
+// TestBackendSeamFailure: a failure in each call of the backend fails the
+// run with its error, and everything the backend may have made by then
+// is torn down: teardown runs once outputs was called, and not before.
+func TestBackendSeamFailure(t *testing.T) {
+	for _, at := range []string{"preflight", "input", "outputs", "apply"} {
+		t.Run(at, func(t *testing.T) {
+			r, b := fakeRig(t, orchestrate.WorkloadCheck)
+			b.failAt = at
+			res, err := r.run(context.Background())
+			if !errors.Is(err, errFake) {
+				t.Fatalf("run: %v, want the backend's failure", err)
+			}
+			tornDown := slices.Contains(b.calls, "teardown")
+			if want := at == "outputs" || at == "apply"; tornDown != want {
+				t.Errorf("calls %v: teardown %v, want %v", b.calls, tornDown, want)
+			}
+			if len(b.made) != 0 {
+				t.Errorf("left after the failure: %v", b.made)
+			}
+			if res.Metadata.Verdict.OK || res.Metadata.ExitCode == 0 {
+				t.Errorf("a failed run: verdict ok %v, exit %d", res.Metadata.Verdict.OK, res.Metadata.ExitCode)
+			}
+		})
+	}
+}
+
+// TestBackendSeamCancel: a run cancelled while the backend runs the plan
+// is stopped, collected and torn down, and says it was interrupted.
+func TestBackendSeamCancel(t *testing.T) {
+	r, b := fakeRig(t, orchestrate.WorkloadCheck)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.cancel = cancel
+	b.onApply = func(*job) error { return context.Canceled }
+	res, _ := r.run(ctx)
+	for _, want := range []string{"stop", "teardown"} {
+		if !slices.Contains(b.calls, want) {
+			t.Errorf("calls %v: no %s after the cancel", b.calls, want)
+		}
+	}
+	if res.Metadata.ExitCode != 130 {
+		t.Errorf("exit code %d, want 130 (interrupted)", res.Metadata.ExitCode)
+	}
+	if len(b.made) != 0 {
+		t.Errorf("left after the cancel: %v", b.made)
+	}
+}
+
+// TestBackendSeamIsolation: on test-sandbox, a backend's measure of the
+// isolation that fails is a violation (exit 4), as a probe's is; one that
+// holds is a check of the verdict.
+func TestBackendSeamIsolation(t *testing.T) {
+	for _, holds := range []bool{true, false} {
+		r, b := fakeRig(t, orchestrate.WorkloadProbe)
+		r.o.Command = "test-sandbox"
+		b.iso = []runs.Check{{Name: "the fake backend's layer holds", OK: holds, Detail: "measured"}}
+		b.onApply = func(j *job) error { // the probe suite's report: no violation of its own
+			code := 0
+			j.agentExit = &code
+			return j.dir.Write(runs.FileProbeReport, []byte(`[{"id":"G01","capabilities":[{"id":"T01","verdict":"pass"}]}]`))
+		}
+		res, err := r.run(context.Background())
+		if !slices.Contains(b.calls, "isolation") {
+			t.Fatalf("holds %v: isolation not asked: %v", holds, b.calls)
+		}
+		if !slices.ContainsFunc(res.Metadata.Verdict.Checks, func(c runs.Check) bool { return c.Name == "the fake backend's layer holds" && c.OK == holds }) {
+			t.Errorf("holds %v: the layer's check is not in the verdict", holds)
+		}
+		if !holds && res.Metadata.ExitCode != 4 {
+			t.Errorf("a layer that does not hold: exit %d (%v), want 4", res.Metadata.ExitCode, err)
+		}
+	}
+}
