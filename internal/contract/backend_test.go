@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -46,5 +47,25 @@ func TestLifecycleNamesNoBackend(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// TestPlanIsNeutral: the plan package imports only the standard library,
+// and the Kubernetes backend does not import the Docker adapter: each
+// maps the plan on its own, and neither reads the other's option strings.
+func TestPlanIsNeutral(t *testing.T) {
+	for _, d := range deps(t, "internal/plan") {
+		if strings.Contains(d, ".") && !strings.HasPrefix(d, module+"internal/plan") {
+			t.Errorf("internal/plan depends on %s: it holds data, for every backend", d)
+		}
+	}
+	out, err := exec.Command("go", "list", "-f", "{{join .Imports \"\\n\"}}", module+"internal/kube").Output()
+	if err != nil {
+		t.Fatalf("go list internal/kube: %v", err)
+	}
+	for _, imp := range strings.Fields(string(out)) {
+		if imp == module+"internal/dockerx" || strings.HasPrefix(imp, "github.com/moby/") || strings.HasPrefix(imp, "github.com/docker/") {
+			t.Errorf("internal/kube imports %s: it maps the plan (internal/plan), not Docker's", imp)
+		}
 	}
 }

@@ -124,7 +124,7 @@ func hostConfig(s ContainerSpec) (*container.HostConfig, error) {
 		ReadonlyRootfs: s.ReadOnlyRootfs,
 		CapDrop:        s.CapDrop,
 		CapAdd:         s.CapAdd,
-		SecurityOpt:    s.SecurityOpt,
+		SecurityOpt:    securityOpt(s),
 		Tmpfs:          s.Tmpfs,
 		Sysctls:        s.Sysctls,
 		DNS:            dns,
@@ -315,4 +315,18 @@ func followStats(body io.ReadCloser, peak *atomic.Uint64) {
 			}
 		}
 	}
+}
+
+// securityOpt is the plan's security as Docker's options: no_new_privs,
+// and the seccomp profile inline (the engine reads it from the option;
+// "" keeps the engine's default profile).
+func securityOpt(s ContainerSpec) []string {
+	out := []string{}
+	if s.NoNewPrivileges {
+		out = append(out, "no-new-privileges:true")
+	}
+	if s.Seccomp != "" {
+		out = append(out, "seccomp="+s.Seccomp)
+	}
+	return out
 }

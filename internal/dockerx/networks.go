@@ -59,7 +59,7 @@ func classifyNetworkError(err error) error {
 // because of the address is wrapped with [ErrSubnetTaken] or
 // [ErrNoAddressPool].
 func (c *Client) CreateNetwork(ctx context.Context, n NetworkSpec) (string, error) {
-	ipam, err := n.ipam()
+	ipam, err := networkIPAM(n)
 	if err != nil {
 		return "", err
 	}
@@ -72,9 +72,9 @@ func (c *Client) CreateNetwork(ctx context.Context, n NetworkSpec) (string, erro
 	return res.ID, nil
 }
 
-// ipam is the network's address configuration, or nil for the engine's
+// networkIPAM is the network's address configuration, or nil for the engine's
 // default pools.
-func (n NetworkSpec) ipam() (*network.IPAM, error) {
+func networkIPAM(n NetworkSpec) (*network.IPAM, error) {
 	if n.Subnet == "" {
 		return nil, nil
 	}

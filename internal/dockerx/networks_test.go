@@ -37,7 +37,7 @@ func TestClassifyNetworkError(t *testing.T) {
 }
 
 func TestNetworkIPAM(t *testing.T) {
-	got, err := NetworkSpec{Name: "n", Subnet: "10.213.4.16/28", Gateway: "10.213.4.17"}.ipam()
+	got, err := networkIPAM(NetworkSpec{Name: "n", Subnet: "10.213.4.16/28", Gateway: "10.213.4.17"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +48,10 @@ func TestNetworkIPAM(t *testing.T) {
 		cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
 		t.Errorf("ipam mismatch (-want +got):\n%s", diff)
 	}
-	if got, err := (NetworkSpec{Name: "n"}).ipam(); got != nil || err != nil {
+	if got, err := networkIPAM(NetworkSpec{Name: "n"}); got != nil || err != nil {
 		t.Errorf("no subnet: got %v, %v, want the engine's default pools (nil)", got, err)
 	}
-	if _, err := (NetworkSpec{Name: "n", Subnet: "10.213.4.16"}).ipam(); err == nil {
+	if _, err := networkIPAM(NetworkSpec{Name: "n", Subnet: "10.213.4.16"}); err == nil {
 		t.Error("a subnet without a prefix length was accepted")
 	}
 }

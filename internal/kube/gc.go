@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/plan"
 )
 
 // Leftover is a run namespace as gc sees it: the namespace, its owner
@@ -63,7 +63,7 @@ func Choose(ls []Leftover, sel orchestrate.Selection) (chosen []Leftover, keptRu
 	withKept.Kept = true
 	kept := map[string]bool{}
 	for _, l := range ls {
-		r := dockerx.Resource{ID: l.UID, Name: l.Name, Labels: l.Labels}
+		r := plan.Resource{ID: l.UID, Name: l.Name, Labels: l.Labels}
 		switch {
 		case sel.Picks(r):
 			chosen = append(chosen, l)

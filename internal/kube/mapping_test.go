@@ -11,9 +11,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/plan"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
@@ -60,7 +60,7 @@ func input(t *testing.T, specName string, w orchestrate.Workload) Input {
 	}
 	plan, err := orchestrate.NewPlan(orchestrate.Input{
 		Profile: p, RunID: testRunID, RunDir: "/runs/" + testRunID, Image: ourImage, Workload: w,
-		Env: map[string][]dockerx.EnvVar{orchestrate.RoleAgent: {
+		Env: map[string][]plan.EnvVar{orchestrate.RoleAgent: {
 			{Name: "OPENAI_API_KEY", Value: "sk-test-secret", Secret: true},
 			{Name: orchestrate.EnvQuestion, Value: "why?"},
 		}},
@@ -91,7 +91,7 @@ func own(p *orchestrate.Plan, w *spec.Workload) {
 	st.Spec.Image = w.Image
 	st.Spec.Entrypoint = []string{testLauncher, "launch", "--"}
 	st.Spec.Cmd = slices.Clone(w.Command)
-	st.Spec.Mounts = append(st.Spec.Mounts, dockerx.Mount{Source: "/usr/local/bin/mcpsidecar", Target: testLauncher, ReadOnly: true})
+	st.Spec.Mounts = append(st.Spec.Mounts, plan.Mount{Source: "/usr/local/bin/mcpsidecar", Target: testLauncher, ReadOnly: true})
 	st.Spec.NoHealthcheck = true
 }
 
@@ -233,7 +233,7 @@ func memoryVolumeAt(p *corev1.Pod, c corev1.Container, path string) bool {
 }
 
 func TestMappingRejects(t *testing.T) {
-	agent := func(in *Input) *dockerx.ContainerSpec {
+	agent := func(in *Input) *plan.Container {
 		return &in.Plan.Containers[len(in.Plan.Containers)-1].Spec
 	}
 	for _, tt := range []struct {
@@ -249,10 +249,8 @@ func TestMappingRejects(t *testing.T) {
 		{"bad service ip", func(in *Input) { in.ServiceIPs[spec.GatewayAlias] = "None" }, `ClusterIP "None"`},
 		{"root user", func(in *Input) { agent(in).User = "0:0" }, "is root"},
 		{"named user", func(in *Input) { agent(in).User = "nobody" }, "numeric uid:gid"},
-		{"unknown security option", func(in *Input) { agent(in).SecurityOpt = append(agent(in).SecurityOpt, "apparmor=x") }, `"apparmor=x" has no Kubernetes mapping`},
-		{"unconfined seccomp", func(in *Input) { agent(in).SecurityOpt = []string{"seccomp=unconfined"} }, "unconfined"},
 		{"host path mount", func(in *Input) {
-			agent(in).Mounts = append(agent(in).Mounts, dockerx.Mount{Source: "/etc", Target: "/host-etc", ReadOnly: true})
+			agent(in).Mounts = append(agent(in).Mounts, plan.Mount{Source: "/etc", Target: "/host-etc", ReadOnly: true})
 		}, "host path /etc at /host-etc has no Kubernetes mapping"},
 		{"host gateway without address", func(in *Input) {
 			agent(in).ExtraHosts = append(agent(in).ExtraHosts, "host.docker.internal:host-gateway")
@@ -260,10 +258,10 @@ func TestMappingRejects(t *testing.T) {
 		{"bad host gateway address", func(in *Input) { in.HostGatewayIP = "node-1" }, `host gateway address "node-1"`},
 		{"tmpfs without size", func(in *Input) { agent(in).Tmpfs = map[string]string{"/tmp": "rw,noexec"} }, "no size"},
 		{"ulimit a role cannot set", func(in *Input) {
-			agent(in).Ulimits = append(agent(in).Ulimits, dockerx.Ulimit{Name: "core", Soft: 0, Hard: 0})
+			agent(in).Ulimits = append(agent(in).Ulimits, plan.Ulimit{Name: "core", Soft: 0, Hard: 0})
 		}, `limit "core"`},
 		{"unlimited ulimit", func(in *Input) {
-			agent(in).Ulimits = append(agent(in).Ulimits, dockerx.Ulimit{Name: "nofile", Soft: -1, Hard: -1})
+			agent(in).Ulimits = append(agent(in).Ulimits, plan.Ulimit{Name: "nofile", Soft: -1, Hard: -1})
 		}, "unlimited"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

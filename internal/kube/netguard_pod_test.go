@@ -72,22 +72,18 @@ func importRuntimeImage(t *testing.T) string {
 func installSeccomp(t *testing.T, in Input) {
 	t.Helper()
 	root := filepath.Join(kubeState(), "kubelet", "seccomp")
-	for _, o := range in.Plan.Containers[0].Spec.SecurityOpt {
-		prof, ok := strings.CutPrefix(o, "seccomp=")
-		if !ok {
-			continue
-		}
-		path := filepath.Join(root, SeccompDir, SeccompFile(prof))
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { os.Remove(path) })
-		if err := os.WriteFile(path, []byte(prof), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
+	prof := in.Plan.Containers[0].Spec.Seccomp
+	if prof == "" {
+		t.Fatal("the plan has no seccomp profile")
 	}
-	t.Fatal("the plan has no seccomp profile")
+	path := filepath.Join(root, SeccompDir, SeccompFile(prof))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(path) })
+	if err := os.WriteFile(path, []byte(prof), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestNetguardInPod runs the agent pod's netguard init container for real

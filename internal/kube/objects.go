@@ -13,8 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/plan"
 )
 
 // Set is every object of one run, in creation order.
@@ -50,16 +50,16 @@ func Objects(in Input) (Set, error) {
 }
 
 // YAML writes the set as one YAML stream, each Secret's values replaced by
-// dockerx.Redacted, so it can be written to the run directory.
+// plan.Redacted, so it can be written to the run directory.
 func (s Set) YAML() ([]byte, error) {
 	objs := []any{s.Namespace, s.ServiceAccount}
 	for _, sec := range s.Secrets {
 		r := sec.DeepCopy()
 		for k := range r.StringData {
-			r.StringData[k] = dockerx.Redacted
+			r.StringData[k] = plan.Redacted
 		}
 		for k := range r.Data {
-			r.Data[k] = []byte(dockerx.Redacted)
+			r.Data[k] = []byte(plan.Redacted)
 		}
 		objs = append(objs, r)
 	}

@@ -13,10 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube/netguard"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/plan"
 )
 
 // Pod-level names.
@@ -142,28 +142,15 @@ func parseUser(u string) (int64, int64, error) {
 	return uid, gid, nil
 }
 
-// securityOpts reads the plan's Docker security options. An option this
-// mapping does not know is an error: dropping it silently would weaken
-// the pod.
-func (in Input) securityOpts(opts []string) (noNewPrivs bool, sp *corev1.SeccompProfile, err error) {
-	sp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
-	for _, o := range opts {
-		switch {
-		case o == "no-new-privileges:true" || o == "no-new-privileges":
-			noNewPrivs = true
-		case strings.HasPrefix(o, "seccomp="):
-			prof := strings.TrimPrefix(o, "seccomp=")
-			if prof == "unconfined" {
-				return false, nil, fmt.Errorf("security option %q: an unconfined seccomp profile is not mapped", o)
-			}
-			if !in.RuntimeDefaultSeccomp {
-				sp = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr(SeccompDir + "/" + SeccompFile(prof))}
-			}
-		default:
-			return false, nil, fmt.Errorf("security option %q has no Kubernetes mapping", shorten(o))
-		}
+// seccompProfile is the pod's seccomp profile for the plan's: ours,
+// installed on the node under its hash (a Localhost profile), unless the
+// pods are to use the runtime's default (Input.RuntimeDefaultSeccomp) or
+// the plan names none.
+func (in Input) seccompProfile(c plan.Container) *corev1.SeccompProfile {
+	if c.Seccomp == "" || in.RuntimeDefaultSeccomp {
+		return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}
 	}
-	return noNewPrivs, sp, nil
+	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr(SeccompDir + "/" + SeccompFile(c.Seccomp))}
 }
 
 func shorten(s string) string {
@@ -176,18 +163,14 @@ func shorten(s string) string {
 // securityContext is the container's: the restricted profile (non-root
 // with the plan's uid and gid, read-only root, the plan's capabilities,
 // no privilege escalation, the seccomp profile).
-func (in Input) securityContext(c dockerx.ContainerSpec, uid, gid int64) (*corev1.SecurityContext, error) {
-	nnp, sp, err := in.securityOpts(c.SecurityOpt)
-	if err != nil {
-		return nil, err
-	}
+func (in Input) securityContext(c plan.Container, uid, gid int64) (*corev1.SecurityContext, error) {
 	return &corev1.SecurityContext{
 		RunAsNonRoot: ptr(true), RunAsUser: ptr(uid), RunAsGroup: ptr(gid),
 		ReadOnlyRootFilesystem:   ptr(c.ReadOnlyRootfs),
-		AllowPrivilegeEscalation: ptr(!nnp),
+		AllowPrivilegeEscalation: ptr(!c.NoNewPrivileges),
 		Privileged:               ptr(false),
 		Capabilities:             &corev1.Capabilities{Drop: caps(c.CapDrop), Add: caps(c.CapAdd)},
-		SeccompProfile:           sp,
+		SeccompProfile:           in.seccompProfile(c),
 	}, nil
 }
 
@@ -207,11 +190,10 @@ func caps(in []string) []corev1.Capability {
 // sysctls. A sysctl outside Kubernetes' safe set (net.ipv4.tcp_fastopen)
 // must be allowed by the kubelet (allowedUnsafeSysctls), or the pod is
 // refused: the run fails rather than losing the setting.
-func (in Input) podSecurityContext(c dockerx.ContainerSpec, uid, gid int64) *corev1.PodSecurityContext {
-	_, sp, _ := in.securityOpts(c.SecurityOpt) // checked by securityContext
+func (in Input) podSecurityContext(c plan.Container, uid, gid int64) *corev1.PodSecurityContext {
 	psc := &corev1.PodSecurityContext{
 		RunAsNonRoot: ptr(true), RunAsUser: ptr(uid), RunAsGroup: ptr(gid), FSGroup: ptr(gid),
-		SeccompProfile: sp,
+		SeccompProfile: in.seccompProfile(c),
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Sysctls)) {
 		psc.Sysctls = append(psc.Sysctls, corev1.Sysctl{Name: k, Value: c.Sysctls[k]})
@@ -220,7 +202,7 @@ func (in Input) podSecurityContext(c dockerx.ContainerSpec, uid, gid int64) *cor
 }
 
 // resources are the plan's memory and CPU limits.
-func resources(c dockerx.ContainerSpec) corev1.ResourceRequirements {
+func resources(c plan.Container) corev1.ResourceRequirements {
 	mem := *resource.NewQuantity(c.MemoryBytes, resource.BinarySI)
 	cpu := *resource.NewMilliQuantity(c.NanoCPUs/1_000_000, resource.DecimalSI)
 	return corev1.ResourceRequirements{
@@ -239,7 +221,7 @@ func resources(c dockerx.ContainerSpec) corev1.ResourceRequirements {
 // could stop our roles starting threads because of unrelated pods. The
 // per-pod bound is the kubelet's podPidsLimit. Any other ulimit the role
 // cannot set is an error, never dropped.
-func rlimitsEnv(c dockerx.ContainerSpec) ([]corev1.EnvVar, error) {
+func rlimitsEnv(c plan.Container) ([]corev1.EnvVar, error) {
 	var ls []harden.Rlimit
 	for _, u := range c.Ulimits {
 		switch {
@@ -275,7 +257,7 @@ func readiness(r *orchestrate.Readiness) *corev1.Probe {
 // (0.0.0.0 for the internal-only roles: no resolver that answers) gets
 // exactly those and no cluster DNS; a role with none (the gateway, which
 // resolves public names itself) uses the cluster's.
-func dns(ps *corev1.PodSpec, c dockerx.ContainerSpec) {
+func dns(ps *corev1.PodSpec, c plan.Container) {
 	if len(c.DNS) == 0 {
 		ps.DNSPolicy = corev1.DNSClusterFirst
 		return

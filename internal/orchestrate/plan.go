@@ -215,7 +215,7 @@ func (in Input) step(role string) (Step, error) {
 		Env: in.env(role, c), User: c.User, Labels: in.labels(role),
 		Networks:       in.attachments(c),
 		ReadOnlyRootfs: c.ReadonlyRootfs, CapDrop: orEmpty(c.CapDrop), CapAdd: orEmpty(c.CapAdd),
-		SecurityOpt: orEmpty(c.SecurityOpt), Tmpfs: c.Tmpfs,
+		NoNewPrivileges: c.NoNewPrivileges, Seccomp: c.Seccomp, Tmpfs: c.Tmpfs,
 		Mounts: append([]dockerx.Mount{{Source: out, Target: target}}, in.ExtraMounts[role]...),
 		Init:   true, CgroupnsPrivate: c.CgroupnsMode == "private",
 		PidsLimit: c.PidsLimit, MemoryBytes: c.Memory, MemorySwapBytes: c.MemorySwap, NanoCPUs: c.NanoCPUs,

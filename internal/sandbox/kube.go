@@ -23,8 +23,8 @@ import (
 
 // Kube runs a lifecycle's roles as pods of a Kubernetes cluster instead
 // of Docker containers (issue 20; docs/kubernetes.md, "The backend").
-// Docker still builds our image; the plan is the Docker backend's, mapped
-// by internal/kube. A field left zero is the ordinary behaviour.
+// Docker still builds our image; the plan (internal/plan) is mapped to
+// Kubernetes objects by internal/kube. A field left zero is the ordinary behaviour.
 type Kube struct {
 	Client          *kube.Client
 	NamespacePrefix string
@@ -254,18 +254,17 @@ func (b *kubeBackend) push(ctx context.Context, j *job, in *kube.Input) error {
 	return nil
 }
 
-// installSeccomp writes each seccomp profile of the plan (the text the
-// Docker backend passes inline, which the mapping names by its hash)
+// installSeccomp writes each seccomp profile of the plan (which the
+// mapping names by its hash)
 // where the node's kubelet reads Localhost profiles; a file already there
 // under that name holds the same profile.
 func installSeccomp(nodeRoot string, plan orchestrate.Plan) error {
 	for _, st := range plan.Containers {
-		for _, o := range st.Spec.SecurityOpt {
-			if prof, ok := strings.CutPrefix(o, "seccomp="); ok {
-				if err := installProfile(nodeRoot, prof); err != nil {
-					return err
-				}
-			}
+		if st.Spec.Seccomp == "" {
+			continue
+		}
+		if err := installProfile(nodeRoot, st.Spec.Seccomp); err != nil {
+			return err
 		}
 	}
 	return nil

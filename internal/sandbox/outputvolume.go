@@ -163,7 +163,7 @@ func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []
 		Name: strings.TrimSuffix(first.Name, "-"+plan.Containers[0].Role) + "-holder", Image: first.Image,
 		Cmd: []string{kube.HoldCommand}, User: spec.User, Labels: labels,
 		Networks: []dockerx.Attachment{{Network: "none"}}, ReadOnlyRootfs: true,
-		CapDrop: []string{"ALL"}, CapAdd: []string{}, SecurityOpt: holderSecurity(first.SecurityOpt),
+		CapDrop: []string{"ALL"}, CapAdd: []string{}, NoNewPrivileges: first.NoNewPrivileges, Seccomp: first.Seccomp,
 		Mounts: mounts, PidsLimit: 32, MemoryBytes: 64 << 20, MemorySwapBytes: 64 << 20, NanoCPUs: 500_000_000,
 		DNS: []string{}, DNSOptions: []string{}, ExtraHosts: []string{}, StopTimeout: time.Second,
 	}
@@ -177,17 +177,6 @@ func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []
 		return fmt.Errorf("starting the output holder: %w", err)
 	}
 	return nil
-}
-
-// holderSecurity is the roles' no-new-privileges and seccomp profile.
-func holderSecurity(roleOpts []string) []string {
-	out := []string{}
-	for _, o := range roleOpts {
-		if strings.HasPrefix(o, "no-new-privileges") || strings.HasPrefix(o, "seccomp=") {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // releaseHeld creates a held role's release file in its volume, through

@@ -140,7 +140,7 @@ func (j *job) helperSpec(c *orchestrate.Container, kind string, cmd []string) do
 		Name: c.Step.Spec.Name + "-" + kind, Image: j.image.Tag, Cmd: cmd,
 		User: spec.User, Labels: labels, Networks: []dockerx.Attachment{{Network: "none"}},
 		ReadOnlyRootfs: true, CapDrop: []string{"ALL"}, CapAdd: []string{},
-		SecurityOpt: holderSecurity(c.Step.Spec.SecurityOpt), PidsLimit: 8, MemoryBytes: 32 << 20, MemorySwapBytes: 32 << 20,
+		NoNewPrivileges: c.Step.Spec.NoNewPrivileges, Seccomp: c.Step.Spec.Seccomp, PidsLimit: 8, MemoryBytes: 32 << 20, MemorySwapBytes: 32 << 20,
 		DNS: []string{}, DNSOptions: []string{}, ExtraHosts: []string{}, StopTimeout: time.Second,
 	}
 }

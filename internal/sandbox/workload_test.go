@@ -87,20 +87,22 @@ func TestOwnWorkloadPlan(t *testing.T) {
 	}
 	// Every other Docker option is the agent's.
 	type opts struct {
-		ReadOnly                bool
-		CapDrop, CapAdd, SecOpt []string
-		Tmpfs                   map[string]string
-		User                    string
-		Memory, Swap, CPUs      int64
-		Pids                    int64
-		Ulimits                 []dockerx.Ulimit
-		Sysctls                 map[string]string
-		Masked                  []string
-		Init, CgroupPrivate     bool
-		DNS                     []string
+		ReadOnly            bool
+		CapDrop, CapAdd     []string
+		NoNewPrivs          bool
+		Seccomp             string
+		Tmpfs               map[string]string
+		User                string
+		Memory, Swap, CPUs  int64
+		Pids                int64
+		Ulimits             []dockerx.Ulimit
+		Sysctls             map[string]string
+		Masked              []string
+		Init, CgroupPrivate bool
+		DNS                 []string
 	}
 	pick := func(c dockerx.ContainerSpec) opts {
-		return opts{c.ReadOnlyRootfs, c.CapDrop, c.CapAdd, c.SecurityOpt, c.Tmpfs, c.User, c.MemoryBytes, c.MemorySwapBytes,
+		return opts{c.ReadOnlyRootfs, c.CapDrop, c.CapAdd, c.NoNewPrivileges, c.Seccomp, c.Tmpfs, c.User, c.MemoryBytes, c.MemorySwapBytes,
 			c.NanoCPUs, c.PidsLimit, c.Ulimits, c.Sysctls, c.MaskedPaths, c.Init, c.CgroupnsPrivate, c.DNS}
 	}
 	if diff := cmp.Diff(pick(ours), pick(got)); diff != "" {

@@ -111,6 +111,7 @@ func applyBaseline(c *Container, seccompJSON string) {
 	c.ReadonlyRootfs = true
 	c.CapDrop = []string{"ALL"}
 	c.CapAdd = []string{}
+	c.NoNewPrivileges, c.Seccomp = true, seccompJSON
 	c.SecurityOpt = []string{"no-new-privileges:true", "seccomp=" + seccompJSON}
 	tmpfsOpts := "rw,noexec,nosuid,nodev,size=" + strconv.FormatInt(l.tmpfs, 10)
 	c.Tmpfs = map[string]string{

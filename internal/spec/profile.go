@@ -137,8 +137,13 @@ type Container struct {
 	ReadonlyRootfs bool     `json:"readonly_rootfs"`
 	CapDrop        []string `json:"cap_drop"`
 	CapAdd         []string `json:"cap_add"`
-	// SecurityOpt are Docker security options, in the API's form:
-	// "no-new-privileges:true" and "seccomp=<compact profile JSON>".
+	// NoNewPrivileges and Seccomp (the compact profile JSON) are the
+	// role's security as data, what the plan carries to each backend.
+	NoNewPrivileges bool   `json:"-"`
+	Seccomp         string `json:"-"`
+	// SecurityOpt is the same security in Docker's option form
+	// ("no-new-privileges:true", "seccomp=<compact profile JSON>"), as
+	// resolved-profile.json records it; nothing reads it back.
 	SecurityOpt []string `json:"security_opt"`
 	// Tmpfs maps mount path to options (always noexec,nosuid,nodev).
 	Tmpfs map[string]string `json:"tmpfs"`
