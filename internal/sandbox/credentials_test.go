@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // A fake key: never a real one.
@@ -45,6 +46,20 @@ func credentialJob(t *testing.T, inSandbox bool, workload orchestrate.Workload) 
 	return &job{profile: p, dir: dir, getenv: func(k string) string { return env[k] }, o: Options{Workload: workload}}
 }
 
+// credentialChecks are the verdict's credential checks of j's record.
+func credentialChecks(j *job) []runs.Check {
+	places, held := j.credentials()
+	r := j.record(nil, places, held)
+	r.Started = true
+	var out []runs.Check
+	for _, c := range verdict.Judge(r).Checks {
+		if c.Name == verdict.CheckHeldStayed || c.Name == verdict.CheckRefusedSeen {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 func checkByName(checks []runs.Check, name string) *runs.Check {
 	for i := range checks {
 		if checks[i].Name == name {
@@ -60,7 +75,7 @@ func TestCredentialPlaces(t *testing.T) {
 	if len(places) != 1 || places[0] != (runs.Credential{Variable: "OPENAI_API_KEY", Host: "api.openai.com", Lives: spec.LivesGateway}) {
 		t.Errorf("places %+v", places)
 	}
-	if len(held) != 1 || held[0].value != fakeKey {
+	if len(held) != 1 || held[0].Value != fakeKey {
 		t.Errorf("held %d values, want the key", len(held))
 	}
 	pc := j.probeContext()
@@ -71,7 +86,7 @@ func TestCredentialPlaces(t *testing.T) {
 	if places, held := j.credentials(); len(places) != 1 || places[0].Lives != spec.LivesSandbox || len(held) != 0 {
 		t.Errorf("credentials_in_sandbox: places %+v, %d held", places, len(held))
 	}
-	if got := j.credentialChecks(); got != nil {
+	if got := credentialChecks(j); got != nil {
 		t.Errorf("no credential held by the gateway, yet checks %+v", got)
 	}
 }
@@ -82,7 +97,7 @@ func TestHeldStayed(t *testing.T) {
 		if err := j.dir.Write("stdout.txt", []byte("answer\n")); err != nil {
 			t.Fatal(err)
 		}
-		c := checkByName(j.credentialChecks(), checkHeldStayed)
+		c := checkByName(credentialChecks(j), verdict.CheckHeldStayed)
 		if c == nil || !c.OK || !strings.Contains(c.Detail, "OPENAI_API_KEY is in none of") {
 			t.Errorf("got %+v, want ok", c)
 		}
@@ -93,7 +108,7 @@ func TestHeldStayed(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(j.dir.Path, orchestrate.RoleAgent, "leak.txt"), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		c := checkByName(j.credentialChecks(), checkHeldStayed)
+		c := checkByName(credentialChecks(j), verdict.CheckHeldStayed)
 		if c == nil || c.OK || !strings.Contains(c.Detail, "OPENAI_API_KEY in agent/leak.txt") || strings.Contains(c.Detail, fakeKey) {
 			t.Errorf("got %+v, want a failure naming the file, never the value", c)
 		}
@@ -101,7 +116,7 @@ func TestHeldStayed(t *testing.T) {
 	t.Run("the key on the workload's stdout", func(t *testing.T) {
 		j := credentialJob(t, false, orchestrate.WorkloadProbe)
 		j.stdout.Write([]byte("my key is " + fakeKey))
-		if c := checkByName(j.credentialChecks(), checkHeldStayed); c == nil || c.OK || !strings.Contains(c.Detail, "in stdout") {
+		if c := checkByName(credentialChecks(j), verdict.CheckHeldStayed); c == nil || c.OK || !strings.Contains(c.Detail, "in stdout") {
 			t.Errorf("got %+v, want a failure naming stdout", c)
 		}
 	})
@@ -112,7 +127,7 @@ func TestHeldStayed(t *testing.T) {
 		if err := os.Symlink(outside, filepath.Join(j.dir.Path, orchestrate.RoleAgent, "link")); err != nil {
 			t.Fatal(err)
 		}
-		if c := checkByName(j.credentialChecks(), checkHeldStayed); c == nil || !c.OK {
+		if c := checkByName(credentialChecks(j), verdict.CheckHeldStayed); c == nil || !c.OK {
 			t.Errorf("got %+v, want ok", c)
 		}
 	})
@@ -148,7 +163,7 @@ func TestRefusalsRecorded(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := checkByName(j.credentialChecks(), checkRefusedSeen)
+			c := checkByName(credentialChecks(j), verdict.CheckRefusedSeen)
 			if c == nil || c.OK != tt.wantOK {
 				t.Errorf("got %+v, want ok=%v", c, tt.wantOK)
 			}

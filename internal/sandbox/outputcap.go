@@ -85,14 +85,3 @@ func (j *job) stopOutputCap() map[string]string {
 	defer j.outCap.mu.Unlock()
 	return j.outCap.over
 }
-
-// outputCapChecks fail the verdict for every role stopped at its cap.
-func outputCapChecks(over map[string]string, roles []string) []runs.Check {
-	var checks []runs.Check
-	for _, role := range roles {
-		if what, ok := over[role]; ok {
-			checks = append(checks, runs.Check{Name: role + " output within its cap", Detail: what})
-		}
-	}
-	return checks
-}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // A role that leaves more entries than the cap in its output directory is
@@ -44,7 +45,12 @@ func TestOutputCapStopsARole(t *testing.T) {
 	if len(killed) != 1 || killed[0] != "agent" {
 		t.Errorf("killed %v, want the agent once", killed)
 	}
-	checks := outputCapChecks(oc.over, []string{"gateway", "sidecar", "agent"})
+	var checks []runs.Check
+	for _, c := range verdict.Judge(verdict.Record{Dir: j.dir.Path, Started: true, OutputOver: oc.over, Planned: []string{"gateway", "sidecar", "agent"}}).Checks {
+		if strings.HasSuffix(c.Name, " output within its cap") {
+			checks = append(checks, c)
+		}
+	}
 	if len(checks) != 1 || checks[0].OK || !strings.Contains(checks[0].Detail, "passed its cap") {
 		t.Errorf("checks %+v", checks)
 	}

@@ -140,93 +140,11 @@ func (j *job) observeRole(role string) {
 	j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c)
 }
 
-// hardeningChecks are the verdict's checks of each role's hardening: its
-// report lists every layer its policy requires as enforced, and what the
-// host saw of its process agrees (a seccomp filter of ours on top of
-// Docker's, no_new_privs, no capabilities, not root).
-func (j *job) hardeningChecks() []runs.Check {
-	var checks []runs.Check
-	for _, c := range j.sess.Containers {
-		role := c.Step.Role
-		if role == orchestrate.RoleGateway && j.o.squid() {
-			continue // Squid applies no in-process layer (a recorded degradation)
-		}
-		pol := j.hardenPolicy(role)
-		checks = append(checks, reportCheck(role, pol, j.meta.Hardening[role], c.ExitCode))
-		if ob, ok := j.meta.Observed[role]; ok {
-			checks = append(checks, observedCheck(role, ob))
-		}
-	}
-	return checks
-}
-
 func (j *job) hardenPolicy(role string) harden.Policy {
 	if role == orchestrate.RoleAgent && j.o.Workload == orchestrate.WorkloadProbe {
 		return j.profile.Probe().Harden
 	}
 	return j.profile.Containers[role].Harden
-}
-
-// reportCheck: every required layer enforced in the role's report. A role
-// that wrote none fails, unless it never got far enough to write one and
-// the run already failed for that (it exited non-zero).
-func reportCheck(role string, pol harden.Policy, h runs.RoleHardening, exit *int) runs.Check {
-	c := runs.Check{Name: role + " hardening report lists every required layer"}
-	if h.Source == "" {
-		c.Detail = "no hardening report"
-		if exit != nil && *exit != 0 {
-			c.OK, c.Detail = true, fmt.Sprintf("no hardening report (the role exited with code %d)", *exit)
-		}
-		return c
-	}
-	enforced := map[string]bool{}
-	for _, l := range h.Layers {
-		enforced[l.Name] = enforced[l.Name] || l.Enforced
-	}
-	var missing []string
-	for _, l := range pol.RequiredLayers() {
-		if !enforced[l] {
-			missing = append(missing, l)
-		}
-	}
-	if len(missing) > 0 {
-		c.Detail = "required but not reported enforced: " + strings.Join(missing, ", ")
-		return c
-	}
-	c.OK, c.Detail = true, strings.Join(pol.RequiredLayers(), ", ")
-	return c
-}
-
-// observedCheck judges what the host read of the process. Two seccomp
-// filters at least: Docker's profile and the role's own. One the host
-// could not prove to be the container's fails with that reason: it was
-// not looked at, so it cannot pass, and what that other process shows
-// says nothing of the sandbox.
-func observedCheck(role string, ob runs.Observation) runs.Check {
-	c := runs.Check{Name: role + " hardening seen from outside"}
-	if !ob.Seen {
-		c.OK, c.Detail = ob.Unproven == "", ob.Detail
-		return c
-	}
-	var bad []string
-	if ob.Seccomp != 2 || ob.SeccompFilters < 2 {
-		bad = append(bad, fmt.Sprintf("seccomp mode %d with %d filter(s), want mode 2 with 2 or more", ob.Seccomp, ob.SeccompFilters))
-	}
-	if !ob.NoNewPrivs {
-		bad = append(bad, "no_new_privs not set")
-	}
-	if strings.Trim(ob.CapEff, "0") != "" {
-		bad = append(bad, "effective capabilities "+ob.CapEff)
-	}
-	if ob.UID == 0 {
-		bad = append(bad, "runs as root")
-	}
-	if len(bad) > 0 {
-		c.Detail = strings.Join(bad, "; ")
-		return c
-	}
-	c.OK, c.Detail = true, fmt.Sprintf("seccomp filters %d, no_new_privs, no capabilities, uid %d", ob.SeccompFilters, ob.UID)
-	return c
 }
 
 // bridgeAddrs is dockerx.BridgeAddrs; the lifecycle's tests, whose

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 const remote = "the engine's API is tcp://10.0.0.5:2375, not a unix socket on this host"
@@ -187,12 +188,12 @@ func TestUnobserved(t *testing.T) {
 			if ob.Seen || (ob.Unproven != "") != tt.unproven {
 				t.Errorf("observation %+v, want unproven=%v", ob, tt.unproven)
 			}
-			if c := observedCheck("agent", ob); c.OK != tt.ok || !strings.HasPrefix(c.Detail, "not observed") {
+			if c := verdict.ObservedCheck("agent", ob); c.OK != tt.ok || !strings.HasPrefix(c.Detail, "not observed") {
 				t.Errorf("check %+v, want ok=%v", c, tt.ok)
 			}
 		})
 	}
-	c := observedCheck("agent", runs.Observation{Detail: "not observed: x", Unproven: "x"})
+	c := verdict.ObservedCheck("agent", runs.Observation{Detail: "not observed: x", Unproven: "x"})
 	if c.OK {
 		t.Error("an unproven observation passed")
 	}

@@ -62,45 +62,6 @@ func TestExtraLabels(t *testing.T) {
 	}
 }
 
-func TestParseCheckTable(t *testing.T) {
-	out := "CHECK                     RESULT  DETAIL\n" +
-		"sidecar tools             ok      4 tools: a, b\n" +
-		"no route out              FAIL    default route via eth0\n" +
-		"some other line\n"
-	want := []runs.Check{{Name: "sidecar tools", OK: true, Detail: "4 tools: a, b"}, {Name: "no route out", Detail: "default route via eth0"}}
-	if diff := cmp.Diff(want, parseCheckTable(out)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-}
-
-func TestCheckVerdictDegradesOnlyTheRoute(t *testing.T) {
-	tests := []struct {
-		name     string
-		table    string
-		allowOld bool
-		wantOK   bool
-	}{
-		{"route only, old engine accepted", "no route out  FAIL  default route via eth0\nsidecar tools  ok  4\n", true, true},
-		{"route only, not accepted", "no route out  FAIL  default route via eth0\n", false, false},
-		{"another failure", "no route out  FAIL  x\ngateway refuses .invalid  FAIL  answered 200\n", true, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			exit := 1
-			j := &job{s: Output{Err: &bytes.Buffer{}}, o: Options{AllowOldEngine: tt.allowOld}, agentExit: &exit}
-			j.meta.Engine.Version = "20.10.24"
-			j.stdout.Write([]byte(tt.table))
-			ok := true
-			for _, c := range j.checkVerdict() {
-				ok = ok && c.OK
-			}
-			if ok != tt.wantOK {
-				t.Errorf("verdict ok %v, want %v", ok, tt.wantOK)
-			}
-		})
-	}
-}
-
 func TestCapBufferAndRedact(t *testing.T) {
 	j := &job{secrets: []string{"sk-live-123456"}}
 	var b capBuffer

@@ -1,25 +1,18 @@
 package sandbox
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
-	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
-	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // Bring your own workload (issue 16): the agent-role container runs a
@@ -218,79 +211,4 @@ func (j *job) binaryPath() (string, error) {
 		return "", fmt.Errorf("finding this binary (the launcher): %w", err)
 	}
 	return filepath.EvalSymlinks(p)
-}
-
-// Verdict checks of a user's workload: what holds for any workload. The
-// seed's task checks (answer printed, the format read, the samples
-// searched) stay with our agent, whose turns we can see.
-const (
-	CheckWorkloadExit  = "workload exited 0"
-	CheckWorkloadAudit = "sidecar audit complete"
-)
-
-func (j *job) ownVerdict() []runs.Check {
-	exit := runs.Check{Name: CheckWorkloadExit, OK: *j.agentExit == 0, Detail: fmt.Sprintf("want 0, got %d", *j.agentExit)}
-	return []runs.Check{exit, auditComplete(filepath.Join(j.dir.Path, orchestrate.AuditFile))}
-}
-
-// auditComplete: the sidecar's audit log exists, every line is a whole
-// record (time, kind, name, correlation id) and every call_start has its
-// end line (interrupted ones are counted): the sidecar closed it cleanly. What the workload asked is not known to us, so completeness is
-// the sidecar's side; the gateway's decision log records the rest.
-func auditComplete(path string) runs.Check {
-	c := runs.Check{Name: CheckWorkloadAudit}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		c.Detail = "no sidecar audit log: " + err.Error()
-		return c
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	n := 0
-	kinds := map[string]int{}
-	for line := 1; sc.Scan(); line++ {
-		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
-			continue
-		}
-		var r struct {
-			Time          string `json:"time"`
-			Kind          string `json:"kind"`
-			Name          string `json:"name"`
-			CorrelationID string `json:"correlation_id"`
-		}
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			c.Detail = fmt.Sprintf("%s line %d: %v", filepath.Base(path), line, err)
-			return c
-		}
-		if r.Time == "" || r.Kind == "" || r.Name == "" || r.CorrelationID == "" {
-			c.Detail = fmt.Sprintf("%s line %d: an incomplete record (time, kind, name and correlation id are required)", filepath.Base(path), line)
-			return c
-		}
-		n++
-		kinds[r.Kind]++
-	}
-	if err := sc.Err(); err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	// A call_start with no end line: the sidecar was killed with the call
-	// in flight, and the call reached its server with half a record.
-	calls, err := verdict.ReadCalls(path)
-	if err != nil {
-		c.Detail = err.Error()
-		return c
-	}
-	if d := calls.UnendedDetail(); d != "" {
-		c.Detail = d
-		return c
-	}
-	if calls.Interrupted > 0 {
-		kinds["interrupted"] = calls.Interrupted
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(kinds)) {
-		parts = append(parts, fmt.Sprintf("%s %d", k, kinds[k]))
-	}
-	c.OK, c.Detail = true, fmt.Sprintf("%d audit lines, each a whole record (%s)", n, strings.Join(parts, ", "))
-	return c
 }

@@ -1,4 +1,4 @@
-package sandbox
+package verdict
 
 import (
 	"strings"
@@ -37,7 +37,7 @@ func TestReportCheck(t *testing.T) {
 		{"no report from a role that failed", runs.RoleHardening{}, &one, true, "exited with code 1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			c := reportCheck("agent", pol, tt.h, tt.exit)
+			c := ReportCheck("agent", pol, tt.h, tt.exit)
 			if c.OK != tt.ok || !strings.Contains(c.Detail, tt.detail) {
 				t.Errorf("got ok=%v %q, want ok=%v containing %q", c.OK, c.Detail, tt.ok, tt.detail)
 			}
@@ -64,7 +64,7 @@ func TestObservedCheck(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ob := good
 			tt.mut(&ob)
-			c := observedCheck("agent", ob)
+			c := ObservedCheck("agent", ob)
 			if c.OK != tt.ok || !strings.Contains(c.Detail, tt.detail) {
 				t.Errorf("got ok=%v %q, want ok=%v containing %q", c.OK, c.Detail, tt.ok, tt.detail)
 			}
