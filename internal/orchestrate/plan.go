@@ -37,6 +37,10 @@ type Input struct {
 	// harness has prepared its network namespace (engines older than 25
 	// give such containers a default route, which the harness removes).
 	HoldInternal bool
+	// HoldIsolated also holds a container with no network at all (the
+	// engine-only path: its outside observation must begin before it
+	// runs, or a short workload ends unseen).
+	HoldIsolated bool
 	// Token is appended to the run id in Docker names (see dockerID).
 	Token string
 	// CmdOverride replaces a role's command (tests: a workload that runs
@@ -229,6 +233,9 @@ func (in Input) step(role string) (Step, error) {
 		isolateDNS(&cs)
 		held = in.HoldInternal
 		hosts = in.peers(role)
+	}
+	if len(c.Networks) == 0 {
+		held = in.HoldIsolated
 	}
 	if held {
 		cs.Env = append(cs.Env, dockerx.EnvVar{Name: hold.Env, Value: hold.Path(target)})

@@ -5,12 +5,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
 )
@@ -227,5 +229,27 @@ func TestSidecarCmd(t *testing.T) {
 				t.Errorf("sidecar cmd (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestHoldIsolated: on the engine-only path a container with no network
+// is held at start too (its observation must begin before it runs);
+// otherwise it is not, and a container with networks keeps its rule.
+func TestHoldIsolated(t *testing.T) {
+	for _, want := range []bool{false, true} {
+		in := input(t, specWith(), WorkloadProbe)
+		in.HoldIsolated = want
+		p, err := NewPlan(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p.Containers) != 1 || p.Containers[0].Spec.Networks[0].Network != "none" {
+			t.Fatalf("want one container with no network, got %+v", p.Containers)
+		}
+		st := p.Containers[0]
+		held := slices.ContainsFunc(st.Spec.Env, func(e dockerx.EnvVar) bool { return e.Name == hold.Env })
+		if st.Hold != want || held != want {
+			t.Errorf("HoldIsolated %v: step held %v, hold variable %v", want, st.Hold, held)
+		}
 	}
 }

@@ -62,14 +62,16 @@ func (dockerBackend) name() string { return "docker" }
 func (dockerBackend) preflight(ctx context.Context, j *job) error { return j.checkLocality(ctx) }
 
 // input chooses where the output goes (outputvolume.go, wantVolumes):
-// in engine volumes, the roles are held at start until the holder has
-// them, as on an old engine until their route is gone.
+// in engine volumes, the roles are held at start until their outside
+// observation has begun (a network-less agent too), as on an old engine
+// until their route is gone.
 func (dockerBackend) input(j *job, in *orchestrate.Input) error {
 	var err error
 	if j.volumeMode, err = j.wantVolumes(); err != nil {
 		return err
 	}
 	in.HoldInternal = in.HoldInternal || j.volumeMode
+	in.HoldIsolated = j.volumeMode
 	return nil
 }
 

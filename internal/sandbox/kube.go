@@ -90,7 +90,7 @@ func (b *kubeBackend) preflight(ctx context.Context, j *job) error {
 // engine's default route has no counterpart on a pod (a pod's routes are
 // the network plugin's), and nothing would release it.
 func (b *kubeBackend) input(_ *job, in *orchestrate.Input) error {
-	in.HoldInternal = false
+	in.HoldInternal, in.HoldIsolated = false, false
 	return nil
 }
 

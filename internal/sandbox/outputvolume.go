@@ -160,7 +160,10 @@ func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []
 	labels := maps.Clone(first.Labels)
 	labels[orchestrate.LabelRole] = "holder"
 	spec := dockerx.ContainerSpec{
-		Name: strings.TrimSuffix(first.Name, "-"+plan.Containers[0].Role) + "-holder", Image: first.Image,
+		// Our image, never a role's: the first role may be the user's
+		// workload image (run --image), whose own entrypoint would then
+		// hold the record and answer the host's reads.
+		Name: strings.TrimSuffix(first.Name, "-"+plan.Containers[0].Role) + "-holder", Image: j.image.Tag,
 		Cmd: []string{kube.HoldCommand}, User: spec.User, Labels: labels,
 		Networks: []dockerx.Attachment{{Network: "none"}}, ReadOnlyRootfs: true,
 		CapDrop: []string{"ALL"}, CapAdd: []string{}, NoNewPrivileges: first.NoNewPrivileges, Seccomp: first.Seccomp,

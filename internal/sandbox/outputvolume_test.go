@@ -258,3 +258,28 @@ func TestVolumeOutputFailureLeavesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestHolderRunsOurImage: the holder is our image even when the first
+// role's container runs another (a user's workload image, when the agent
+// is the only role): that image's entrypoint would hold the record and
+// answer the host's reads (red team, finding 1).
+func TestHolderRunsOurImage(t *testing.T) {
+	r := volumeRig(t)
+	r.o.Plan = func(p *orchestrate.Plan) error {
+		p.Containers[0].Spec.Image = "user/evil:1"
+		return nil
+	}
+	var holderImage, ours string
+	prev := r.f.OnCreate
+	r.f.OnCreate = func(c dockerx.ContainerSpec) {
+		prev(c)
+		if c.Labels[orchestrate.LabelRole] == "holder" {
+			holderImage = c.Image
+		}
+	}
+	res, _ := r.run(context.Background())
+	ours = res.Metadata.Image.Tag
+	if ours == "" || holderImage != ours {
+		t.Errorf("holder image %q, want ours %q", holderImage, ours)
+	}
+}

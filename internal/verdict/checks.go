@@ -82,14 +82,15 @@ func ReportCheck(role string, pol harden.Policy, h runs.RoleHardening, exit *int
 }
 
 // ObservedCheck judges what the host read of the process. Two seccomp
-// filters at least: Docker's profile and the role's own. One the host
-// could not prove to be the container's fails with that reason: it was
-// not looked at, so it cannot pass, and what that other process shows
-// says nothing of the sandbox.
+// filters at least: Docker's profile and the role's own. A process that
+// was not read (not proven to be the container's, ended before it was
+// read, no report while it ran) fails with the reason: it was not looked
+// at, so it cannot pass, and what another process shows says nothing of
+// the sandbox.
 func ObservedCheck(role string, ob runs.Observation) runs.Check {
 	c := runs.Check{Name: role + " hardening seen from outside"}
 	if !ob.Seen {
-		c.OK, c.Detail = ob.Unproven == "", ob.Detail
+		c.Detail = ob.Detail // not looked at: it cannot pass
 		return c
 	}
 	var bad []string

@@ -194,7 +194,7 @@ func teardownChecks(r Record) []runs.Check {
 		}
 		out = append(out, fromAgent(RolesStopped(codes)))
 	}
-	if r.AgentExit != nil {
+	if r.AgentExit != nil && r.planned(roleSidecar) { // no sidecar: no tool call to join
 		out = append(out, fromAgent(SidecarEgress(r.Dir)))
 	}
 	// A log that filled ends the record early, whatever the workload.
