@@ -84,35 +84,37 @@ func podOutputDir(st orchestrate.Step) (string, bool) {
 // with a new file that does not follow a link (os.Root); any other entry
 // stops the read with an error.
 func untarOutput(r io.Reader, dst *os.Root, names []string, limit int64) error {
-	return untarInto(r, dst, names, limit, writeNew)
+	_, err := untarInto(r, dst, names, limit, writeNew)
+	return err
 }
 
 // untarInto is untarOutput with write for each accepted entry.
-func untarInto(r io.Reader, dst *os.Root, names []string, limit int64, write func(*os.Root, string, io.Reader, int64) error) error {
+func untarInto(r io.Reader, dst *os.Root, names []string, limit int64, write func(*os.Root, string, io.Reader, int64) error) (written []string, err error) {
 	tr := tar.NewReader(r)
 	seen := map[string]bool{}
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return nil
+			return written, nil
 		}
 		if err != nil {
-			return fmt.Errorf("reading the output tar: %w", err)
+			return written, fmt.Errorf("reading the output tar: %w", err)
 		}
 		switch {
 		case !slices.Contains(names, h.Name):
-			return fmt.Errorf("the output tar has %q, which was not asked for: read stopped", h.Name)
+			return written, fmt.Errorf("the output tar has %q, which was not asked for: read stopped", h.Name)
 		case seen[h.Name]:
-			return fmt.Errorf("the output tar has %s twice: read stopped", h.Name)
+			return written, fmt.Errorf("the output tar has %s twice: read stopped", h.Name)
 		case h.Typeflag != tar.TypeReg:
-			return fmt.Errorf("the output tar's %s is not a regular file (type %q): read stopped", h.Name, h.Typeflag)
+			return written, fmt.Errorf("the output tar's %s is not a regular file (type %q): read stopped", h.Name, h.Typeflag)
 		case h.Size < 0 || h.Size > limit:
-			return fmt.Errorf("the output tar's %s is %d bytes, over the %d-byte cap: read stopped", h.Name, h.Size, limit)
+			return written, fmt.Errorf("the output tar's %s is %d bytes, over the %d-byte cap: read stopped", h.Name, h.Size, limit)
 		}
 		seen[h.Name] = true
 		if err := write(dst, h.Name, tr, h.Size); err != nil {
-			return fmt.Errorf("writing %s: %w", h.Name, err)
+			return written, fmt.Errorf("writing %s: %w", h.Name, err)
 		}
+		written = append(written, h.Name)
 	}
 }
 

@@ -240,14 +240,37 @@ func (j *job) readOutputVolume(ctx context.Context, role string) ([]string, erro
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	untarErr := untarInto(pr, dst, names, kubeOutputCap, writeGrow) // over the live copies, in place
+	written, untarErr := untarInto(pr, dst, names, kubeOutputCap, writeGrow) // over the live copies, in place
 	pr.CloseWithError(errors.New("stopped reading"))
 	err = <-done
-	problems := j.readerNotes(role, errb.String())
+	problems := append(j.readerNotes(role, errb.String()), removeStale(dst, names, written)...)
 	if err != nil {
 		return problems, fmt.Errorf("reading the %s output volume: %w", role, err)
 	}
 	return problems, untarErr
+}
+
+// removeStale removes each live copy the final read did not write: a file
+// the role deleted, or made a link or a FIFO, at the end, or one the read
+// stopped before. The record holds what the volume held at the end, or
+// nothing; never an earlier copy (red team: a workload deleted its answer
+// after the live copy was made, and the stale copy passed the verdict).
+func removeStale(dst *os.Root, names, written []string) []string {
+	var problems []string
+	for _, name := range names {
+		if slices.Contains(written, name) {
+			continue
+		}
+		if _, err := dst.Lstat(name); err != nil {
+			continue // never copied
+		}
+		if err := dst.Remove(name); err != nil {
+			problems = append(problems, fmt.Sprintf("%s: not read at the end, and its live copy could not be removed: %v", name, err))
+			continue
+		}
+		problems = append(problems, name+": not read from the volume at the end; the live copy made during the run is removed")
+	}
+	return problems
 }
 
 // readerNotes splits the reader's stderr: the files it left out and why
@@ -344,7 +367,7 @@ func (j *job) mirrorRole(ctx context.Context, role string) error {
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	err = untarInto(pr, dst, names, kubeOutputCap, writeGrow)
+	_, err = untarInto(pr, dst, names, kubeOutputCap, writeGrow)
 	pr.CloseWithError(errors.New("stopped reading"))
 	return errors.Join(<-done, err)
 }
@@ -391,4 +414,24 @@ func writeGrow(dst *os.Root, name string, r io.Reader, size int64) error {
 	}
 	_, err = io.CopyN(f, r, size-have)
 	return err
+}
+
+// removeCommand adds the holder and the output volumes to a kept run's
+// remove command (sh -c "..."): the holder with the containers, the
+// volumes last, once nothing uses them.
+func (ov *outputVolumes) removeCommand(cmd []string) []string {
+	if ov == nil || len(cmd) != 3 {
+		return cmd
+	}
+	var parts []string
+	if ov.holder != "" {
+		parts = append(parts, "docker rm --force "+ov.holderName)
+	}
+	if cmd[2] != "" {
+		parts = append(parts, cmd[2])
+	}
+	if len(ov.created) > 0 {
+		parts = append(parts, "docker volume rm "+strings.Join(ov.created, " "))
+	}
+	return []string{cmd[0], cmd[1], strings.Join(parts, " && ")}
 }

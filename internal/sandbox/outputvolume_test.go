@@ -283,3 +283,62 @@ func TestHolderRunsOurImage(t *testing.T) {
 		t.Errorf("holder image %q, want ours %q", holderImage, ours)
 	}
 }
+
+// TestRemoveStale: after the final read, a live copy the read did not
+// write (the role deleted the file, or swapped it for a FIFO, at the end)
+// is removed and said; what the read wrote and what was never copied are
+// left alone.
+func TestRemoveStale(t *testing.T) {
+	dir := t.TempDir()
+	for _, n := range []string{"answer.txt", "agent-turns.jsonl", "kept.json"} {
+		if err := os.WriteFile(filepath.Join(dir, n), []byte("early copy"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	problems := removeStale(root, []string{"answer.txt", "agent-turns.jsonl", "kept.json", "never.json"}, []string{"kept.json"})
+	for _, n := range []string{"answer.txt", "agent-turns.jsonl"} {
+		if _, err := os.Lstat(filepath.Join(dir, n)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: the stale live copy is still there (%v)", n, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "kept.json")); err != nil {
+		t.Errorf("the file the read wrote is gone: %v", err)
+	}
+	if len(problems) != 2 || !strings.Contains(problems[0], "answer.txt") || !strings.Contains(problems[1], "live copy") {
+		t.Errorf("problems %q, want one per removed copy", problems)
+	}
+}
+
+// TestVolumeOutputKeep: a kept run on the engine-only path keeps its
+// holder and volumes, and the remove command it prints names them, the
+// volumes last (red team: the command left them, and gc keeps kept runs).
+func TestVolumeOutputKeep(t *testing.T) {
+	r := volumeRig(t)
+	r.o.Keep = true
+	res, err := r.run(context.Background())
+	if err != nil && !strings.HasPrefix(err.Error(), "verdict: ") {
+		t.Fatalf("run: %v", err)
+	}
+	if len(r.f.Volumes) != 3 {
+		t.Errorf("volumes after --keep: %d, want the 3 kept", len(r.f.Volumes))
+	}
+	cmd := res.Metadata.RemoveCommand
+	if len(cmd) != 3 {
+		t.Fatalf("remove command %q", cmd)
+	}
+	holder := strings.Index(cmd[2], "-holder")
+	volumes := strings.Index(cmd[2], "docker volume rm ")
+	if holder < 0 || volumes < 0 || volumes < strings.Index(cmd[2], "docker rm --force") {
+		t.Errorf("remove command %q: want the holder, the containers, then the volumes", cmd[2])
+	}
+	for v := range r.f.Volumes {
+		if !strings.Contains(cmd[2][volumes:], v) {
+			t.Errorf("remove command %q does not name volume %s", cmd[2], v)
+		}
+	}
+}

@@ -510,7 +510,7 @@ func exitCodeOf(err error) int {
 // keep records a kept sandbox and tells the user how to remove it.
 func (j *job) keep() {
 	j.meta.Kept = true
-	j.meta.RemoveCommand = j.sess.RemoveCommand()
+	j.meta.RemoveCommand = j.volumes.removeCommand(j.sess.RemoveCommand())
 	fmt.Fprintf(j.s.Err, "kept the sandbox (gc leaves it); remove it with:\n  %s\nor, with its run directory:\n  mcpsidecar runs rm %s --runs-dir %s\n",
 		j.meta.RemoveCommand[2], j.dir.ID, filepath.Dir(j.dir.Path))
 }
