@@ -23,8 +23,9 @@ import (
 // net-drop-default-route is a short-lived container that shares only a
 // role's network namespace.
 func init() {
-	subcommands = append(subcommands, newHoldReleaseCmd, newDropRouteCmd, newObserveCmd, newAwaitReadyCmd, newProbeGatewayCmd)
-	inContainer[inside.ObserveCommand] = true // its stdout is JSON for the host
+	subcommands = append(subcommands, newHoldReleaseCmd, newDropRouteCmd, newObserveCmd, newAwaitReadyCmd, newProbeGatewayCmd, newCopySelfCmd)
+	inContainer[inside.ObserveCommand] = true  // its stdout is JSON for the host
+	inContainer[inside.CopySelfCommand] = true // its stdout is the copy's digest for the host
 }
 
 // newHoldReleaseCmd creates a held role's release file in its output
@@ -52,6 +53,28 @@ func newHoldReleaseCmd(s Streams) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&file, "file", "", "the release file to create")
+	return cmd
+}
+
+// newCopySelfCmd copies this binary into the launcher volume (an exec in
+// the output holder) and prints the SHA-256 of the copy for the host.
+func newCopySelfCmd(s Streams) *cobra.Command {
+	var to string
+	cmd := &cobra.Command{
+		Use:    inside.CopySelfCommand + " --to PATH",
+		Short:  "Copy this binary into the launcher volume (the Docker backend's launcher for a user's workload)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			sum, err := inside.CopySelf(to)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(s.Out, sum)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the file to create")
 	return cmd
 }
 

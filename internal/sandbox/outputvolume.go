@@ -53,6 +53,7 @@ func holderMount(role string) string { return "/out/" + role }
 // outputVolumes is what useOutputVolumes made: per role, its volume and
 // the user that owns it; the holder container.
 type outputVolumes struct {
+	launcher   string            // the launcher volume, when a user's workload runs (launcher.go)
 	byRole     map[string]string // role -> volume name
 	users      map[string]string // role -> "uid:gid"
 	created    []string          // volumes, in creation order
@@ -88,6 +89,14 @@ func (j *job) useOutputVolumes(ctx context.Context, plan *orchestrate.Plan) erro
 		st := &plan.Containers[i]
 		for k, m := range st.Spec.Mounts {
 			if m.ReadOnly {
+				mnt, err := j.readOnlyMount(ctx, ov, st, m)
+				if err != nil {
+					return err
+				}
+				if mnt.Source != m.Source {
+					st.Spec.Mounts[k] = mnt
+					holderMounts = append(holderMounts, dockerx.Mount{Source: mnt.Source, Target: launcherHolderDir})
+				}
 				continue
 			}
 			if m.Source != st.OutputDir {
@@ -114,7 +123,10 @@ func (j *job) useOutputVolumes(ctx context.Context, plan *orchestrate.Plan) erro
 		}
 	}
 	setLauncherEnv(plan, "")
-	return j.startHolder(ctx, plan, holderMounts)
+	if err := j.startHolder(ctx, plan, holderMounts); err != nil {
+		return err
+	}
+	return j.fillLauncher(ctx)
 }
 
 // numericUser parses a container user "uid:gid".
