@@ -320,6 +320,14 @@ func (j *job) removeOutputVolumes(ctx context.Context) error {
 // into the run directory while the run goes.
 const mirrorEvery = time.Second
 
+// mirrorBudget bounds what the live copy reads of one role through the
+// holder in a run: each tick reads the role's logs whole, so a role whose
+// logs are large and rewritten (red team: four 60 MiB logs changed every
+// 300 ms made the harness write 2 GB in 20 s) would have the host copy
+// without end. Past it the role's live copy stops; the final read is
+// whole and exact whatever the budget.
+var mirrorBudget int64 = 512 << 20
+
 // startMirror copies, every mirrorEvery until stopped (and once more at
 // the stop), each role's logs
 // (runs.RoleFiles) from its volume into its output directory of the run
@@ -332,10 +340,16 @@ const mirrorEvery = time.Second
 func (j *job) startMirror(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
+	copied := map[string]int64{} // bytes read through the holder, per role
 	mirror := func(ctx context.Context) {
 		for _, st := range j.sess.Plan.Containers {
-			if j.volumes.byRole[st.Role] != "" && len(runs.RoleFiles[st.Role]) > 0 {
-				_ = j.mirrorRole(ctx, st.Role)
+			role := st.Role
+			if j.volumes.byRole[role] == "" || len(runs.RoleFiles[role]) == 0 || copied[role] > mirrorBudget {
+				continue
+			}
+			n, _ := j.mirrorRole(ctx, role)
+			if copied[role] += n; copied[role] > mirrorBudget {
+				fmt.Fprintf(j.s.Err, "note: the live copy of the %s logs stopped after %d MiB (they churn); the record is read whole at the end\n", role, copied[role]>>20)
 			}
 		}
 	}
@@ -361,14 +375,14 @@ func (j *job) startMirror(ctx context.Context) (stop func()) {
 	}
 }
 
-// mirrorRole copies one role's logs; a failure is left to the next tick
-// and to collect.
-func (j *job) mirrorRole(ctx context.Context, role string) error {
+// mirrorRole copies one role's logs and says how many bytes it read; a
+// failure is left to the next tick and to collect.
+func (j *job) mirrorRole(ctx context.Context, role string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	dst, err := os.OpenRoot(filepath.Join(j.dir.Path, role))
 	if err != nil {
-		return err
+		return 0, err
 	}
 	defer dst.Close()
 	names := runs.RoleFiles[role]
@@ -379,9 +393,10 @@ func (j *job) mirrorRole(ctx context.Context, role string) error {
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	_, err = untarInto(pr, dst, names, kubeOutputCap, writeGrow)
+	cr := &countingReader{r: pr}
+	_, err = untarInto(cr, dst, names, kubeOutputCap, writeGrow)
 	pr.CloseWithError(errors.New("stopped reading"))
-	return errors.Join(<-done, err)
+	return cr.n, errors.Join(<-done, err)
 }
 
 // writeGrow makes name in dst exactly the size bytes of r, in place: when
@@ -446,4 +461,16 @@ func (ov *outputVolumes) removeCommand(cmd []string) []string {
 		parts = append(parts, "docker volume rm "+strings.Join(ov.created, " "))
 	}
 	return []string{cmd[0], cmd[1], strings.Join(parts, " && ")}
+}
+
+// countingReader counts what is read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
 }

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx/dockerxtest"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
@@ -340,5 +342,58 @@ func TestVolumeOutputKeep(t *testing.T) {
 		if !strings.Contains(cmd[2][volumes:], v) {
 			t.Errorf("remove command %q does not name volume %s", cmd[2], v)
 		}
+	}
+}
+
+// TestMirrorBudget: the live copy of a role stops once it has read its
+// budget through the holder (each tick reads the logs whole); without the
+// budget it copies at every tick.
+func TestMirrorBudget(t *testing.T) {
+	reads := func(budget int64) int {
+		defer func(b int64) { mirrorBudget = b }(mirrorBudget)
+		mirrorBudget = budget
+		f := dockerxtest.New()
+		var mu sync.Mutex
+		n := 0
+		f.ExecFunc = func(id, user string, argv []string, stdout, stderr io.Writer) error {
+			mu.Lock()
+			n++
+			mu.Unlock()
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, runs.FileDecisions), []byte(strings.Repeat("x", 100)), 0o600); err != nil {
+				return err
+			}
+			return kube.WriteOutput(stdout, dir, runs.RoleFiles[orchestrate.RoleGateway], runs.MaxCopyBytes, stderr)
+		}
+		dir, err := runs.Create(t.TempDir(), time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := dir.MkdirOutput(orchestrate.RoleGateway, os.Getuid(), os.Getgid()); err != nil {
+			t.Fatal(err)
+		}
+		holder, err := f.CreateContainer(context.Background(), dockerx.ContainerSpec{Name: "holder"})
+		if err != nil || f.StartContainer(context.Background(), holder) != nil {
+			t.Fatalf("the fake holder: %v", err)
+		}
+		var errb strings.Builder
+		j := &job{engine: f, dir: dir, s: Output{Err: &errb},
+			volumes: &outputVolumes{holder: holder, byRole: map[string]string{orchestrate.RoleGateway: "v"}, users: map[string]string{}},
+			sess:    &orchestrate.Session{Plan: orchestrate.Plan{Containers: []orchestrate.Step{{Role: orchestrate.RoleGateway}}}}}
+		stop := j.startMirror(context.Background())
+		time.Sleep(2*mirrorEvery + mirrorEvery/2)
+		stop()
+		if budget < 100 && !strings.Contains(errb.String(), "live copy of the gateway logs stopped") {
+			t.Errorf("budget %d: no note on stderr: %q", budget, errb.String())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		return n
+	}
+	if got := reads(10); got != 1 {
+		t.Errorf("with a budget of 10 bytes the gateway's logs were read %d times, want once", got)
+	}
+	if got := reads(1 << 20); got < 3 {
+		t.Errorf("within the budget the gateway's logs were read %d times in 2.5 ticks, want one per tick and the last", got)
 	}
 }
