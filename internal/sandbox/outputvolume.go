@@ -179,7 +179,7 @@ func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []
 		Cmd: []string{kube.HoldCommand}, User: spec.User, Labels: labels,
 		Networks: []dockerx.Attachment{{Network: "none"}}, ReadOnlyRootfs: true,
 		CapDrop: []string{"ALL"}, CapAdd: []string{}, NoNewPrivileges: first.NoNewPrivileges, Seccomp: first.Seccomp,
-		Mounts: mounts, PidsLimit: 32, MemoryBytes: 64 << 20, MemorySwapBytes: 64 << 20, NanoCPUs: 500_000_000,
+		Mounts: mounts, PidsLimit: 32, MemoryBytes: j.holderMemory(), MemorySwapBytes: j.holderMemory(), NanoCPUs: 500_000_000,
 		DNS: []string{}, DNSOptions: []string{}, ExtraHosts: []string{}, StopTimeout: time.Second,
 	}
 	j.volumes.holderName = spec.Name
@@ -192,6 +192,22 @@ func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []
 		return fmt.Errorf("starting the output holder: %w", err)
 	}
 	return nil
+}
+
+// holderMemory bounds the holder: 64 MiB, and the launcher's copy when
+// it makes one (a tmpfs's pages count against the cgroup that wrote
+// them: the copy of a 60 MB binary was killed at 64 MiB).
+func (j *job) holderMemory() int64 {
+	const base = 64 << 20
+	if j.volumes == nil || j.volumes.launcher == "" {
+		return base
+	}
+	for _, f := range j.image.RootFS {
+		if "/"+f.Name == kube.ImageBinary {
+			return base + int64(len(f.Data))
+		}
+	}
+	return base
 }
 
 // releaseHeld creates a held role's release file in its volume, through
