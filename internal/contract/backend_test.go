@@ -12,7 +12,7 @@ import (
 
 // lifecycleFiles are the sandbox package's sequencer: the stages every
 // run goes through whatever its backend (internal/sandbox/backend.go).
-var lifecycleFiles = []string{"sandbox.go", "steps.go", "collect.go", "redact.go", "doctor_verdict.go", "credentials.go", "harden.go"}
+var lifecycleFiles = []string{"sandbox.go", "steps.go", "collect.go", "record.go", "redact.go", "doctor_verdict.go", "credentials.go", "harden.go"}
 
 // backendNames are what names one backend: its type, its constructor,
 // its configuration, or the packages only it drives.

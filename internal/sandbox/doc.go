@@ -8,6 +8,13 @@
 // flag and decides no process exit code beyond the one it records in
 // run-metadata.json (internal/exitcode).
 //
+// The lifecycle is one sequence of stages (spec, preflight, image,
+// run-dir, the backend's apply, collect, verdict, teardown) over a
+// [Backend] that cli chooses: [Docker] or [Kubernetes] (backend.go). The
+// sequencer's files (sandbox.go, steps.go, collect.go, record.go) never
+// name a backend (internal/contract, TestLifecycleNamesNoBackend); the
+// verdict is internal/verdict's Judge over the run's record (record.go).
+//
 // Where a feature joins the lifecycle:
 //
 //   - Options.PlanInput changes the plan's input (steps.go, makeRunDir)
@@ -19,7 +26,7 @@
 //     to the workload's end (steps.go, startWatch), for progress lines.
 //   - Options.OnPhase sees each phase's record as it ends (sandbox.go,
 //     phaseLog).
-//   - Options.Checks adds host-side checks to the verdict (collect.go,
+//   - Options.Checks adds host-side checks to the verdict (record.go,
 //     verdict); a row that `agent --check` prints in the container becomes
-//     a doctor check by itself (doctor_verdict.go).
+//     a doctor check by itself (verdict.CheckTable).
 package sandbox
