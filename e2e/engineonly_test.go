@@ -289,3 +289,31 @@ func TestVolumeOutputAgentRun(t *testing.T) {
 	agCheckNothingLeft(t, r.id)
 	eoCheckObserved(t, runDir)
 }
+
+// TestVolumeOutputOwnWorkload: a user's workload image on the engine-only
+// path runs under the launcher our holder copied into its volume (never a
+// bind of this host's binary): the launcher's layers are enforced, the
+// workload is observed hardened from outside, the verdict passes, and the
+// launcher volume is gone with the rest.
+func TestVolumeOutputOwnWorkload(t *testing.T) {
+	NeedDocker(t)
+	s := agPrepare(t)
+	s.env = []string{"MCPSIDECAR_OUTPUT=volume"}
+	image := probeWorkloadImage(t, s.dir)
+	r := s.runWith(t, "task", "--image", image, "--pull", "never")
+	if r.err != nil {
+		t.Fatalf("mcpsidecar run: %v\nstdout:\n%s", r.err, r.stdout)
+	}
+	runDir := agOnlyRunDir(t, r.runsDir)
+	ok, checks := wlVerdict(t, runDir)
+	if !ok {
+		t.Errorf("verdict failed: %v", checks)
+	}
+	if !strings.HasPrefix(checks["agent hardening seen from outside"], "ok") {
+		t.Errorf("agent hardening seen from outside: %q", checks["agent hardening seen from outside"])
+	}
+	if layers := wlHardenReport(t, runDir); !layers["no-spawn"] || !layers["landlock-fs"] || !layers["syscall-deny"] {
+		t.Errorf("launcher layers %v: want no-spawn, landlock-fs and syscall-deny enforced", layers)
+	}
+	agCheckNothingLeft(t, r.id)
+}

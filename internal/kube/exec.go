@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/holder"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/remotecommand"
@@ -20,12 +20,11 @@ import (
 
 // The host reaches into a run's pods only through the API, never through
 // the node (a real cluster's nodes are not this machine): our binary's
-// hidden commands (internal/cli/kube_hold.go) run in the pods, started by
-// the pod spec or through the pods/exec subresource.
+// hidden commands (internal/cli/kube_hold.go, internal/holder) run in the
+// pods, started by the pod spec or through the pods/exec subresource.
 const (
-	// ImageBinary is our binary's path in the runtime image (the
-	// ENTRYPOINT of spec.Dockerfile). An exec names its program.
-	ImageBinary = "/mcpsidecar"
+	// ImageBinary is our binary's path in the runtime image.
+	ImageBinary = holder.ImageBinary
 	// HolderContainer is the container every role's pod gets beside its
 	// main one: our image, [HoldCommand], the output volume read-only. It
 	// keeps the pod running, and so its output volume in place (the
@@ -33,28 +32,30 @@ const (
 	// ended), after the main container has exited, so the files the role
 	// wrote while it stopped can still be read.
 	HolderContainer = "holder"
-	// HoldCommand waits until SIGTERM: the holder's process.
-	HoldCommand = "kube-hold"
-	// StopCommand, run in a role's main container, sends SIGTERM to the
-	// container's PID 1 (the role): Kubernetes has no call that stops one
-	// container of a pod.
-	StopCommand = "kube-stop"
-	// ReadCommand, run in the holder, writes a tar of the named files of
-	// a directory to stdout ([WriteOutput]).
-	ReadCommand = "kube-read-output"
+	// HoldCommand, StopCommand and ReadCommand are the holder's commands
+	// (internal/holder).
+	HoldCommand = holder.HoldCommand
+	StopCommand = holder.StopCommand
+	ReadCommand = holder.ReadCommand
+	// ReadProblem starts each line ReadCommand writes to stderr about a
+	// named file (internal/holder).
+	ReadProblem = holder.ReadProblem
 )
 
-// HolderArgs is the holder container's command.
-func HolderArgs() []string { return []string{ImageBinary, HoldCommand} }
+// HolderArgs, StopArgs and ReadArgs are the holder's command lines
+// (internal/holder).
+var (
+	HolderArgs = holder.HolderArgs
+	StopArgs   = holder.StopArgs
+	ReadArgs   = holder.ReadArgs
+)
 
-// StopArgs is the exec that stops a role's main container.
-func StopArgs() []string { return []string{ImageBinary, StopCommand} }
-
-// ReadArgs is the exec that reads names (plain file names) from dir, each
-// up to limit bytes, as a tar on stdout.
-func ReadArgs(dir string, limit int64, names []string) []string {
-	return append([]string{ImageBinary, ReadCommand, "--dir", dir, "--max", strconv.FormatInt(limit, 10), "--"}, names...)
-}
+// WriteOutput is ReadCommand's work, in the holder, and ValidOutputName
+// the names it accepts (internal/holder).
+var (
+	WriteOutput     = holder.WriteOutput
+	ValidOutputName = holder.ValidOutputName
+)
 
 // ExecFunc runs a command in a container and copies its output to stdout
 // and stderr; it returns when the command has ended.
@@ -203,11 +204,6 @@ func (c *Client) mainEnded(ctx context.Context, ns, pod string) (int, bool, erro
 	}
 	return -1, false, nil
 }
-
-// ReadProblem starts each line [ReadCommand] writes to stderr about a
-// named file: one it left out of the tar (a link, a FIFO, a file over the
-// cap) or one that changed while it was read.
-const ReadProblem = "output file: "
 
 // ReadOutput runs [ReadCommand] in the pod's holder: the named files of
 // dir (the output volume's mount path), each up to limit bytes, as a tar

@@ -13,8 +13,8 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/holder"
 	"github.com/mcpsidecar/mcpsidecar/internal/inside"
-	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
@@ -94,7 +94,7 @@ func (j *job) fillLauncher(ctx context.Context) error {
 		return nil
 	}
 	var out, errb bytes.Buffer
-	argv := []string{kube.ImageBinary, inside.CopySelfCommand, "--to", path.Join(launcherHolderDir, path.Base(LauncherPath))}
+	argv := []string{holder.ImageBinary, inside.CopySelfCommand, "--to", path.Join(launcherHolderDir, path.Base(LauncherPath))}
 	if err := j.engine.Exec(ctx, ov.holder, spec.User, argv, &out, &errb); err != nil {
 		return fmt.Errorf("copying the launcher into its volume: %w (%s)", err, strings.TrimSpace(errb.String()))
 	}
@@ -108,7 +108,7 @@ func (j *job) fillLauncher(ctx context.Context) error {
 // imageBinaryDigest is the SHA-256 of our binary in the image.
 func (j *job) imageBinaryDigest() string {
 	for _, f := range j.image.RootFS {
-		if "/"+f.Name == kube.ImageBinary {
+		if "/"+f.Name == holder.ImageBinary {
 			sum := sha256.Sum256(f.Data)
 			return hex.EncodeToString(sum[:])
 		}

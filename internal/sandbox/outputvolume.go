@@ -17,7 +17,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
-	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	"github.com/mcpsidecar/mcpsidecar/internal/holder"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -31,7 +31,7 @@ import (
 // owned by the role's user; a holder container of our image keeps every
 // volume mounted (a tmpfs volume's content goes when no container uses
 // it) until the record is read through the API: an exec of the same safe
-// reader the Kubernetes backend uses (kube.ReadArgs), whose tar the host
+// reader the Kubernetes backend uses (holder.ReadArgs), whose tar the host
 // accepts only as the named regular files (untarOutput), into a run
 // directory owned by the user who ran it. The host needs no privilege
 // and no path in common with the engine.
@@ -176,7 +176,7 @@ func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []
 		// workload image (run --image), whose own entrypoint would then
 		// hold the record and answer the host's reads.
 		Name: strings.TrimSuffix(first.Name, "-"+plan.Containers[0].Role) + "-holder", Image: j.image.Tag,
-		Cmd: []string{kube.HoldCommand}, User: spec.User, Labels: labels,
+		Cmd: []string{holder.HoldCommand}, User: spec.User, Labels: labels,
 		Networks: []dockerx.Attachment{{Network: "none"}}, ReadOnlyRootfs: true,
 		CapDrop: []string{"ALL"}, CapAdd: []string{}, NoNewPrivileges: first.NoNewPrivileges, Seccomp: first.Seccomp,
 		Mounts: mounts, PidsLimit: 32, MemoryBytes: j.holderMemory(), MemorySwapBytes: j.holderMemory(), NanoCPUs: 500_000_000,
@@ -203,7 +203,7 @@ func (j *job) holderMemory() int64 {
 		return base
 	}
 	for _, f := range j.image.RootFS {
-		if "/"+f.Name == kube.ImageBinary {
+		if "/"+f.Name == holder.ImageBinary {
 			return base + int64(len(f.Data))
 		}
 	}
@@ -216,7 +216,7 @@ func (j *job) releaseHeld(ctx context.Context, role string) error {
 	if j.volumes.byRole[role] == "" {
 		return fmt.Errorf("releasing %s: it has no output volume", role)
 	}
-	argv := []string{kube.ImageBinary, hold.ReleaseCommand, "--file", hold.Path(holderMount(role))}
+	argv := []string{holder.ImageBinary, hold.ReleaseCommand, "--file", hold.Path(holderMount(role))}
 	var errb bytes.Buffer
 	if err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], argv, io.Discard, &errb); err != nil {
 		return fmt.Errorf("releasing %s through the output holder: %w: %s", role, err, strings.TrimSpace(errb.String()))
@@ -259,7 +259,7 @@ func (j *job) readOutputVolume(ctx context.Context, role string) ([]string, erro
 	}
 	defer dst.Close()
 	names := outputNames(role)
-	argv := kube.ReadArgs(holderMount(role), kubeOutputCap, names)
+	argv := holder.ReadArgs(holderMount(role), kubeOutputCap, names)
 	pr, pw := io.Pipe()
 	var errb bytes.Buffer
 	done := make(chan error, 1)
@@ -302,12 +302,12 @@ func removeStale(dst *os.Root, names, written []string) []string {
 }
 
 // readerNotes splits the reader's stderr: the files it left out and why
-// (kube.ReadProblem lines, returned) and its other notes (printed).
+// (holder.ReadProblem lines, returned) and its other notes (printed).
 func (j *job) readerNotes(role, stderr string) []string {
 	var problems []string
 	for _, l := range strings.Split(stderr, "\n") {
 		l = strings.TrimSpace(l)
-		if r, ok := strings.CutPrefix(l, kube.ReadProblem); ok {
+		if r, ok := strings.CutPrefix(l, holder.ReadProblem); ok {
 			problems = append(problems, r)
 		} else if l != "" {
 			fmt.Fprintf(j.s.Err, "%s output reader: %s\n", role, l)
@@ -405,7 +405,7 @@ func (j *job) mirrorRole(ctx context.Context, role string) (int64, error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], kube.ReadArgs(holderMount(role), kubeOutputCap, names), pw, io.Discard)
+		err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], holder.ReadArgs(holderMount(role), kubeOutputCap, names), pw, io.Discard)
 		pw.CloseWithError(err)
 		done <- err
 	}()

@@ -16,7 +16,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx/dockerxtest"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
-	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	"github.com/mcpsidecar/mcpsidecar/internal/holder"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
@@ -53,7 +53,7 @@ func volumeRig(t *testing.T) *rig {
 		}
 	}
 	r.f.ExecFunc = func(id, user string, argv []string, stdout, stderr io.Writer) error {
-		if !strings.HasSuffix(id, "-holder") || len(argv) < 2 || argv[0] != kube.ImageBinary {
+		if !strings.HasSuffix(id, "-holder") || len(argv) < 2 || argv[0] != holder.ImageBinary {
 			return fmt.Errorf("exec %v in %s: not the holder's reader or release", argv, id)
 		}
 		volumeOf := func(dir string) string {
@@ -62,8 +62,8 @@ func volumeRig(t *testing.T) *rig {
 			return r.volumeDir(holderMounts[dir])
 		}
 		switch argv[1] {
-		case kube.ReadCommand: // --dir D --max N -- names...
-			return kube.WriteOutput(stdout, volumeOf(argv[3]), argv[7:], runs.MaxCopyBytes, stderr)
+		case holder.ReadCommand: // --dir D --max N -- names...
+			return holder.WriteOutput(stdout, volumeOf(argv[3]), argv[7:], runs.MaxCopyBytes, stderr)
 		case hold.ReleaseCommand: // --file P
 			return os.WriteFile(filepath.Join(volumeOf(filepath.Dir(argv[3])), hold.File), nil, 0o600)
 		}
@@ -363,7 +363,7 @@ func TestMirrorBudget(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, runs.FileDecisions), []byte(strings.Repeat("x", 100)), 0o600); err != nil {
 				return err
 			}
-			return kube.WriteOutput(stdout, dir, runs.RoleFiles[orchestrate.RoleGateway], runs.MaxCopyBytes, stderr)
+			return holder.WriteOutput(stdout, dir, runs.RoleFiles[orchestrate.RoleGateway], runs.MaxCopyBytes, stderr)
 		}
 		dir, err := runs.Create(t.TempDir(), time.Now())
 		if err != nil {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package kube
+package holder
 
 import (
 	"archive/tar"

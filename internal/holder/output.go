@@ -1,4 +1,4 @@
-package kube
+package holder
 
 import (
 	"archive/tar"
