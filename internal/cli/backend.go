@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	kubebackend "github.com/mcpsidecar/mcpsidecar/internal/kube/backend"
 	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
 
@@ -49,7 +50,7 @@ func (b *backendFlags) add(cmd *cobra.Command) {
 }
 
 // kube checks the flags and, for the Kubernetes backend, connects.
-func (b backendFlags) kube(o sandboxOptions) (*sandbox.Kube, error) {
+func (b backendFlags) kube(o sandboxOptions) (*kubebackend.Config, error) {
 	switch b.backend {
 	case backendDocker:
 		return nil, nil
@@ -63,7 +64,7 @@ func (b backendFlags) kube(o sandboxOptions) (*sandbox.Kube, error) {
 	if o.squid() {
 		return nil, usageErrorf("--gateway-engine squid is not supported with --backend %s: the Squid image is not brought to the cluster; use the default gateway", backendKubernetes)
 	}
-	k := &sandbox.Kube{NamespacePrefix: b.prefix, NodeRoot: b.nodeRoot, PodAddresses: b.podAddresses}
+	k := &kubebackend.Config{NamespacePrefix: b.prefix, NodeRoot: b.nodeRoot, PodAddresses: b.podAddresses}
 	if b.imageImport != "" {
 		sock, err := kube.ParseImageImport(b.imageImport)
 		if err != nil {
@@ -142,7 +143,7 @@ func fileExists(p string) bool {
 // kubernetes named, or Docker.
 func (o sandboxOptions) backend() sandbox.Backend {
 	if o.kube != nil {
-		return sandbox.Kubernetes(o.kube)
+		return kubebackend.New(o.kube)
 	}
 	return sandbox.Docker()
 }

@@ -1,13 +1,13 @@
 package cli
 
 import (
+	"strings"
+	"testing"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
-	"strings"
-	"testing"
+	kubebackend "github.com/mcpsidecar/mcpsidecar/internal/kube/backend"
 )
 
 // TestBackendFlags: the Docker backend needs nothing; a bad choice of
@@ -69,7 +69,7 @@ func TestBackendDefaults(t *testing.T) {
 			t.Fatal(err)
 		}
 		if tt.kube {
-			o.kube = &sandbox.Kube{}
+			o.kube = &kubebackend.Config{}
 		}
 		o.backendDefaults(cmd)
 		if o.readyTimeout != tt.want {

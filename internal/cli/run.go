@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	kubebackend "github.com/mcpsidecar/mcpsidecar/internal/kube/backend"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
@@ -57,7 +58,7 @@ type sandboxOptions struct {
 	// workloadCmd and gatewayCmd replace a role's command; set only by the
 	// test binary's hidden flags (testcommands.go).
 	workloadCmd, gatewayCmd []string
-	kube                    *sandbox.Kube // --backend kubernetes (backend.go); nil: Docker
+	kube                    *kubebackend.Config // --backend kubernetes (backend.go); nil: Docker
 }
 
 // addTestFlags adds the test binary's hidden flags; the product has none.

@@ -69,3 +69,15 @@ func TestPlanIsNeutral(t *testing.T) {
 		}
 	}
 }
+
+// TestSandboxImportsNoBackend: the lifecycle package imports neither the
+// Kubernetes backend nor the Kubernetes client (cli wires the backend in),
+// and the Kubernetes backend's package is the only one below cli that
+// imports both the lifecycle and the client.
+func TestSandboxImportsNoBackend(t *testing.T) {
+	for _, d := range deps(t, "internal/sandbox") {
+		if d == module+"internal/kube" || strings.HasPrefix(d, module+"internal/kube/") || strings.HasPrefix(d, "k8s.io/") {
+			t.Errorf("internal/sandbox depends on %s: the lifecycle names no backend", d)
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 )
 
 // Backend is where a plan's containers run: Docker containers ([Docker])
-// or the pods of a Kubernetes cluster ([Kubernetes]). cli chooses one
+// or the pods of a Kubernetes cluster (internal/kube/backend). cli chooses one
 // (Options.Backend); the lifecycle calls it at fixed points and never
 // asks which one it got. Our image is built on the Docker engine whatever
 // the backend (the image phase), so the engine's checks (its version, its
@@ -33,18 +33,18 @@ import (
 //	isolation  the backend's own measures of the isolation (test-sandbox):
 //	           one that fails is an isolation violation, as a probe's is
 //
-// The methods are unexported: a backend is one of this package's, chosen
-// by its constructor; the seam is the set of calls, not a plug-in API.
+// A backend reads and records through the [Job] it is given; the
+// Kubernetes backend lives in internal/kube/backend, Docker's here.
 type Backend interface {
-	name() string
-	preflight(ctx context.Context, j *job) error
-	input(j *job, in *orchestrate.Input) error
-	outputs(ctx context.Context, j *job, plan *orchestrate.Plan) error
-	apply(ctx context.Context, j *job) error
-	stop(ctx context.Context, j *job)
-	teardown(ctx context.Context, j *job) error
-	checks(j *job) []runs.Check
-	isolation(j *job) []runs.Check
+	Name() string
+	Preflight(ctx context.Context, r *Job) error
+	Input(r *Job, in *orchestrate.Input) error
+	Outputs(ctx context.Context, r *Job, plan *orchestrate.Plan) error
+	Apply(ctx context.Context, r *Job) error
+	Stop(ctx context.Context, r *Job)
+	Teardown(ctx context.Context, r *Job) error
+	Checks(r *Job) []runs.Check
+	Isolation(r *Job) []runs.Check
 }
 
 // Docker is the default backend: the plan's containers on the Docker
@@ -57,15 +57,16 @@ func Docker() Backend { return dockerBackend{} }
 // inside a role (routehelper.go, outside.go).
 type dockerBackend struct{}
 
-func (dockerBackend) name() string { return "docker" }
+func (dockerBackend) Name() string { return "docker" }
 
-func (dockerBackend) preflight(ctx context.Context, j *job) error { return j.checkLocality(ctx) }
+func (dockerBackend) Preflight(ctx context.Context, r *Job) error { return r.j.checkLocality(ctx) }
 
 // input chooses where the output goes (outputvolume.go, wantVolumes):
 // in engine volumes, the roles are held at start until their outside
 // observation has begun (a network-less agent too), as on an old engine
 // until their route is gone.
-func (dockerBackend) input(j *job, in *orchestrate.Input) error {
+func (dockerBackend) Input(r *Job, in *orchestrate.Input) error {
+	j := r.j
 	var err error
 	if j.volumeMode, err = j.wantVolumes(); err != nil {
 		return err
@@ -75,11 +76,12 @@ func (dockerBackend) input(j *job, in *orchestrate.Input) error {
 	return nil
 }
 
-func (dockerBackend) outputs(ctx context.Context, j *job, plan *orchestrate.Plan) error {
-	return j.mountOutputs(ctx, plan)
+func (dockerBackend) Outputs(ctx context.Context, r *Job, plan *orchestrate.Plan) error {
+	return r.j.mountOutputs(ctx, plan)
 }
 
-func (dockerBackend) apply(ctx context.Context, j *job) error {
+func (dockerBackend) Apply(ctx context.Context, r *Job) error {
+	j := r.j
 	if j.volumes == nil { // a volume's size and inode limits are hard ones
 		j.startOutputCap(ctx)
 	} else {
@@ -94,16 +96,17 @@ func (dockerBackend) apply(ctx context.Context, j *job) error {
 // stop stops the services in the plan's order (orchestrate.Session.Stop);
 // kept servers (gateway, sidecar) stay up for the user to talk to. The
 // output that went to engine volumes is read by collect.
-func (dockerBackend) stop(ctx context.Context, j *job) {
-	if !j.o.Keep {
-		j.sess.Stop(ctx)
+func (dockerBackend) Stop(ctx context.Context, r *Job) {
+	if !r.j.o.Keep {
+		r.j.sess.Stop(ctx)
 	}
 }
 
 // teardown removes the session's containers and networks, then the
 // output volumes and their holder; when the run failed while they were
 // made, before any session, only those.
-func (dockerBackend) teardown(ctx context.Context, j *job) error {
+func (dockerBackend) Teardown(ctx context.Context, r *Job) error {
+	j := r.j
 	if j.sess == nil {
 		return j.removeOutputVolumes(ctx)
 	}
@@ -116,7 +119,7 @@ func (dockerBackend) teardown(ctx context.Context, j *job) error {
 }
 
 // checks: the engine's bridge holds no address of the host (outside.go).
-func (dockerBackend) checks(j *job) []runs.Check { return j.bridgeChecks() }
+func (dockerBackend) Checks(r *Job) []runs.Check { return r.j.bridgeChecks() }
 
 // isolation: the probe suite measures it all on this backend.
-func (dockerBackend) isolation(*job) []runs.Check { return nil }
+func (dockerBackend) Isolation(*Job) []runs.Check { return nil }

@@ -39,16 +39,16 @@ func (b *fakeBackend) call(name string) error {
 	return nil
 }
 
-func (b *fakeBackend) name() string { return "fake" }
+func (b *fakeBackend) Name() string { return "fake" }
 
-func (b *fakeBackend) preflight(context.Context, *job) error { return b.call("preflight") }
+func (b *fakeBackend) Preflight(context.Context, *Job) error { return b.call("preflight") }
 
-func (b *fakeBackend) input(_ *job, in *orchestrate.Input) error {
+func (b *fakeBackend) Input(_ *Job, in *orchestrate.Input) error {
 	in.HoldInternal = false
 	return b.call("input")
 }
 
-func (b *fakeBackend) outputs(_ context.Context, _ *job, plan *orchestrate.Plan) error {
+func (b *fakeBackend) Outputs(_ context.Context, _ *Job, plan *orchestrate.Plan) error {
 	b.made = map[string]bool{}
 	for _, st := range plan.Containers {
 		b.made["output "+st.Role] = true
@@ -56,7 +56,8 @@ func (b *fakeBackend) outputs(_ context.Context, _ *job, plan *orchestrate.Plan)
 	return b.call("outputs")
 }
 
-func (b *fakeBackend) apply(ctx context.Context, j *job) error {
+func (b *fakeBackend) Apply(ctx context.Context, r *Job) error {
+	j := r.j
 	for _, st := range j.sess.Plan.Containers {
 		code := 0
 		j.sess.Containers = append(j.sess.Containers, &orchestrate.Container{Step: st, ID: "fake-" + st.Role, Pid: 1, ExitCode: &code})
@@ -77,19 +78,19 @@ func (b *fakeBackend) apply(ctx context.Context, j *job) error {
 	return nil
 }
 
-func (b *fakeBackend) stop(context.Context, *job) { _ = b.call("stop") }
+func (b *fakeBackend) Stop(context.Context, *Job) { _ = b.call("stop") }
 
-func (b *fakeBackend) teardown(context.Context, *job) error {
+func (b *fakeBackend) Teardown(context.Context, *Job) error {
 	clear(b.made)
 	return b.call("teardown")
 }
 
-func (b *fakeBackend) checks(*job) []runs.Check {
+func (b *fakeBackend) Checks(*Job) []runs.Check {
 	_ = b.call("checks")
 	return b.extra
 }
 
-func (b *fakeBackend) isolation(*job) []runs.Check {
+func (b *fakeBackend) Isolation(*Job) []runs.Check {
 	_ = b.call("isolation")
 	return b.iso
 }

@@ -10,7 +10,7 @@
 //
 // The lifecycle is one sequence of stages (spec, preflight, image,
 // run-dir, the backend's apply, collect, verdict, teardown) over a
-// [Backend] that cli chooses: [Docker] or [Kubernetes] (backend.go). The
+// [Backend] that cli chooses: [Docker], or internal/kube/backend. The
 // sequencer's files (sandbox.go, steps.go, collect.go, record.go) never
 // name a backend (internal/contract, TestLifecycleNamesNoBackend); the
 // verdict is internal/verdict's Judge over the run's record (record.go).

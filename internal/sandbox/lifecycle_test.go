@@ -562,7 +562,7 @@ func TestLifecycleTornRunIsCollected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sr []startResult
+	var sr []StartResult
 	if err := json.Unmarshal(b, &sr); err != nil {
 		t.Fatal(err)
 	}

@@ -224,6 +224,10 @@ func (j *job) releaseHeld(ctx context.Context, role string) error {
 	return nil
 }
 
+// volumeReadTimeout bounds one role's final read: a few files of at most
+// holder.OutputCap each, streamed through the API.
+const volumeReadTimeout = time.Minute
+
 // readOutputVolumes reads every role's files from its volume into its
 // output directory of the run directory; what was refused or failed is
 // an artifact problem.
@@ -235,7 +239,7 @@ func (j *job) readOutputVolumes(ctx context.Context) {
 		if j.volumes.byRole[st.Role] == "" {
 			continue
 		}
-		rctx, cancel := context.WithTimeout(ctx, kubeReadTimeout)
+		rctx, cancel := context.WithTimeout(ctx, volumeReadTimeout)
 		problems, err := j.readOutputVolume(rctx, st.Role)
 		cancel()
 		if err != nil {
@@ -258,8 +262,8 @@ func (j *job) readOutputVolume(ctx context.Context, role string) ([]string, erro
 		return nil, fmt.Errorf("%s output directory: %w", role, err)
 	}
 	defer dst.Close()
-	names := outputNames(role)
-	argv := holder.ReadArgs(holderMount(role), kubeOutputCap, names)
+	names := holder.OutputNames(role)
+	argv := holder.ReadArgs(holderMount(role), holder.OutputCap, names)
 	pr, pw := io.Pipe()
 	var errb bytes.Buffer
 	done := make(chan error, 1)
@@ -268,7 +272,7 @@ func (j *job) readOutputVolume(ctx context.Context, role string) ([]string, erro
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	written, untarErr := untarInto(pr, dst, names, kubeOutputCap, writeGrow) // over the live copies, in place
+	written, untarErr := holder.UntarWith(pr, dst, names, holder.OutputCap, writeGrow) // over the live copies, in place
 	pr.CloseWithError(errors.New("stopped reading"))
 	err = <-done
 	problems := append(j.readerNotes(role, errb.String()), removeStale(dst, names, written)...)
@@ -405,12 +409,12 @@ func (j *job) mirrorRole(ctx context.Context, role string) (int64, error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], holder.ReadArgs(holderMount(role), kubeOutputCap, names), pw, io.Discard)
+		err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], holder.ReadArgs(holderMount(role), holder.OutputCap, names), pw, io.Discard)
 		pw.CloseWithError(err)
 		done <- err
 	}()
 	cr := &countingReader{r: pr}
-	_, err = untarInto(cr, dst, names, kubeOutputCap, writeGrow)
+	_, err = holder.UntarWith(cr, dst, names, holder.OutputCap, writeGrow)
 	pr.CloseWithError(errors.New("stopped reading"))
 	return cr.n, errors.Join(<-done, err)
 }

@@ -57,7 +57,7 @@ func (j *job) record(runErr error, places []runs.Credential, held []verdict.Held
 		Keep: j.o.Keep, Squid: j.o.squid(), Hardening: j.meta.Hardening, Observed: j.meta.Observed, OutputOver: j.capOver,
 	}
 	if j.o.Workload == orchestrate.WorkloadProbe && j.agentExit != nil {
-		r.Isolation = j.backend.isolation(j)
+		r.Isolation = j.backend.Isolation(j.run)
 	}
 	if slices.ContainsFunc(places, func(p runs.Credential) bool { return p.Lives == spec.LivesGateway }) {
 		r.Held = append([]verdict.HeldValue{}, held...)
@@ -74,6 +74,6 @@ func (j *job) record(runErr error, places []runs.Credential, held []verdict.Held
 		r.Containers = append(r.Containers, verdict.Container{Role: c.Step.Role, Workload: c.Step.Workload,
 			Started: c.Pid != 0 || c.ExitCode != nil || c.KilledAtStop, ExitCode: c.ExitCode, KilledAtStop: c.KilledAtStop})
 	}
-	r.Backend = j.backend.checks(j)
+	r.Backend = j.backend.Checks(j.run)
 	return r
 }

@@ -83,7 +83,7 @@ type Options struct {
 	// spec: our agent.
 	Own *OwnWorkload
 	// Backend is where the plan's containers run ([Docker],
-	// [Kubernetes]); required. cli chooses it; nothing below asks which
+	// internal/kube/backend); required. cli chooses it; nothing below asks which
 	// one it is (backend.go).
 	Backend Backend
 
@@ -164,6 +164,8 @@ type job struct {
 	mirrorStop func()         // ends the live copy of the roles' logs (outputvolume.go)
 	volumes    *outputVolumes // the output volumes and their holder, when output goes through the engine (outputvolume.go)
 	backend    Backend        // where the plan's containers run (backend.go)
+	run        *Job           // the run as the backend sees it
+	problemsMu sync.Mutex     // ArtifactProblem may be called concurrently
 	// outputsStarted: the backend was asked for the output places, so it
 	// may have created objects (volumes, a holder) before the session.
 	outputsStarted bool
@@ -184,6 +186,7 @@ func Run(ctx context.Context, engine dockerx.Engine, o Options, out Output) (Res
 		return Result{}, errors.New("sandbox: Options.Backend is not set")
 	}
 	j := &job{s: out, o: o, getenv: getenv, engine: engine, started: time.Now().UTC(), backend: o.Backend}
+	j.run = &Job{j: j}
 	j.phases = &phaseLog{w: out.Err, quiet: o.Quiet, on: o.OnPhase}
 	j.meta = runs.Metadata{Schema: runs.MetadataSchema, Command: o.Command, Started: j.started,
 		Networks: []runs.Network{}, Containers: []runs.Container{}, Degradations: []string{}}
@@ -229,7 +232,7 @@ func (j *job) execute(ctx context.Context) error {
 			return ctx.Err()
 		}
 	}
-	return j.backend.apply(ctx, j)
+	return j.backend.Apply(ctx, j.run)
 }
 
 func (j *job) loadSpec(context.Context) error {
@@ -267,7 +270,7 @@ func (j *job) preflight(ctx context.Context) error {
 		return err
 	}
 	j.gc(ctx)
-	return j.backend.preflight(ctx, j)
+	return j.backend.Preflight(ctx, j.run)
 }
 
 // checkEngine refuses engines older than 26 unless the user accepts the
@@ -464,7 +467,7 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 	j.stopWatch()
 	if j.sess != nil {
 		j.capOver = j.stopOutputCap()
-		j.backend.stop(bg, j)
+		j.backend.Stop(bg, j.run)
 		j.finishObserving()
 		_ = j.phases.do("collect", func() error { return j.collect(bg) })
 	}
@@ -476,7 +479,7 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 		td, cancelTD := context.WithTimeout(context.WithoutCancel(ctx), teardownTimeout)
 		_ = j.phases.do("teardown", func() error {
 			j.recordContainers()
-			return j.backend.teardown(td, j)
+			return j.backend.Teardown(td, j.run)
 		})
 		cancelTD()
 		if j.sess != nil {

@@ -37,7 +37,7 @@ func (j *job) makeRunDir(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := j.backend.input(j, &in); err != nil {
+	if err := j.backend.Input(j.run, &in); err != nil {
 		return err
 	}
 	if j.o.PlanInput != nil {
@@ -68,7 +68,7 @@ func (j *job) makeRunDir(ctx context.Context) error {
 	}
 	// From here on the backend may have made something: teardown runs.
 	j.outputsStarted = true
-	if err := j.backend.outputs(ctx, j, &plan); err != nil { // outputmount.go, outputvolume.go
+	if err := j.backend.Outputs(ctx, j.run, &plan); err != nil { // outputmount.go, outputvolume.go
 		return err
 	}
 	j.sess = newSession(j.engine, plan)
@@ -274,7 +274,7 @@ func (j *job) serviceStarted(ctx context.Context, role string, err error) error 
 	if st, _ := j.sess.Step(role); st.Ready != nil && st.Ready.TCP {
 		action = "create, start, TCP connect to the container's own loopback until accepted"
 	}
-	res := startResult{Role: role, Action: action, OK: err == nil,
+	res := StartResult{Role: role, Action: action, OK: err == nil,
 		DurationMS: float64(time.Since(j.phases.started).Microseconds()) / 1000}
 	if c := j.sess.Find(role); c != nil {
 		res.Container, res.ID, res.IPs = c.Step.Spec.Name, c.ID, c.IPs
@@ -290,15 +290,15 @@ func (j *job) serviceStarted(ctx context.Context, role string, err error) error 
 		res.Error = err.Error()
 		err = fmt.Errorf("starting the %s: %w%s", role, err, j.logTail(ctx, role))
 	}
-	if werr := j.writeJSON(runs.StartResultsFile(role), []startResult{res}); werr != nil && err == nil {
+	if werr := j.writeJSON(runs.StartResultsFile(role), []StartResult{res}); werr != nil && err == nil {
 		err = werr
 	}
 	return err
 }
 
-// startResult is one line of gateway-start-results.json or
+// StartResult is one line of gateway-start-results.json or
 // mcp-sidecar-start-results.json.
-type startResult struct {
+type StartResult struct {
 	Role       string            `json:"role"`
 	Action     string            `json:"action"`
 	Container  string            `json:"container"`

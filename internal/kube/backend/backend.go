@@ -1,7 +1,9 @@
-package sandbox
+package kubebackend
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -19,13 +21,14 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
 
-// Kube runs a lifecycle's roles as pods of a Kubernetes cluster instead
+// Config runs a lifecycle's roles as pods of a Kubernetes cluster instead
 // of Docker containers (issue 20; docs/kubernetes.md, "The backend").
 // Docker still builds our image; the plan (internal/plan) is mapped to
 // Kubernetes objects by internal/kube. A field left zero is the ordinary behaviour.
-type Kube struct {
+type Config struct {
 	Client          *kube.Client
 	NamespacePrefix string
 	// ImportSocket, when set, is the containerd socket of a node on this
@@ -49,7 +52,7 @@ type Kube struct {
 	// pods name it as a Localhost profile. Empty: the pods use the
 	// runtime's default seccomp profile (a recorded degradation). The
 	// record does not depend on it: the output files are read through
-	// the API (kubeReadOutput).
+	// the API (output.go, readOutput).
 	NodeRoot string
 	// PodAddresses addresses the roles by their pods' addresses, for
 	// clusters without kube-proxy (kube.CreateOptions.PodAddresses).
@@ -60,36 +63,36 @@ type Kube struct {
 	GatewayHosts []kube.HostEntry
 }
 
-// Kubernetes is the backend that runs the roles as pods of the cluster k
+// New is the backend that runs the roles as pods of the cluster k
 // names (issue 20; docs/kubernetes.md). One Backend is one run's: it
 // holds the run's namespace.
-func Kubernetes(k *Kube) Backend { return &kubeBackend{k: k} }
+func New(k *Config) sandbox.Backend { return &kubeBackend{k: k} }
 
 // kubeBackend is a run on the cluster.
 type kubeBackend struct {
-	k  *Kube
+	k  *Config
 	ns string // "" until the namespace exists
 	// image is our image as the pods name it (kube.Input.RuntimeImage):
 	// the built tag, or its digest reference in the registry.
 	image  string
 	mu     sync.Mutex   // the services stop, and may be read, concurrently
-	layers *kube.Layers // test-sandbox: the measured network layers (kube_layers.go)
+	layers *kube.Layers // test-sandbox: the measured network layers (layers.go)
 }
 
-func (b *kubeBackend) name() string { return "kubernetes" }
+func (b *kubeBackend) Name() string { return "kubernetes" }
 
 // preflight: the pods' processes are the cluster's (no pid is used, so
 // the engine's locality is not asked); the namespaces dead runs left are
-// deleted (kube_gc.go).
-func (b *kubeBackend) preflight(ctx context.Context, j *job) error {
-	b.gc(ctx, j)
+// deleted (gc.go).
+func (b *kubeBackend) Preflight(ctx context.Context, r *sandbox.Job) error {
+	b.gc(ctx, r)
 	return nil
 }
 
 // input holds no role at start: the hold that works around an old Docker
 // engine's default route has no counterpart on a pod (a pod's routes are
 // the network plugin's), and nothing would release it.
-func (b *kubeBackend) input(_ *job, in *orchestrate.Input) error {
+func (b *kubeBackend) Input(_ *sandbox.Job, in *orchestrate.Input) error {
 	in.HoldInternal, in.HoldIsolated = false, false
 	return nil
 }
@@ -97,58 +100,59 @@ func (b *kubeBackend) input(_ *job, in *orchestrate.Input) error {
 // outputs makes the run directory's output folders noexec, as the Docker
 // backend does with host directories; the pods write to volumes of their
 // own, read through the API (kube_output.go).
-func (b *kubeBackend) outputs(_ context.Context, j *job, plan *orchestrate.Plan) error {
-	return j.mountHostOutputs(plan)
+func (b *kubeBackend) Outputs(_ context.Context, r *sandbox.Job, plan *orchestrate.Plan) error {
+	return r.MountHostOutputs(plan)
 }
 
-func (b *kubeBackend) checks(*job) []runs.Check { return nil }
+func (b *kubeBackend) Checks(*sandbox.Job) []runs.Check { return nil }
 
 // kubeApply creates the run's objects (phase "pods": namespace, Services,
 // policies, gateway and sidecar until Ready, the agent), waits for the
 // agent's end (phase "wait") and records the workload's output.
-func (b *kubeBackend) apply(ctx context.Context, j *job) error {
+func (b *kubeBackend) Apply(ctx context.Context, r *sandbox.Job) error {
 	k := b.k
-	b.engineNote(j)
-	in := kube.Input{Plan: j.sess.Plan, Profile: j.profile, RuntimeImage: j.image.Tag, NamespacePrefix: k.NamespacePrefix,
+	b.engineNote(r.Metadata())
+	in := kube.Input{Plan: r.Session().Plan, Profile: r.Profile(), RuntimeImage: r.ImageTag(), NamespacePrefix: k.NamespacePrefix,
 		Token: token(), RuntimeDefaultSeccomp: k.NodeRoot == "", GatewayHosts: k.GatewayHosts}
-	if err := j.phases.do("kube-image", func() error { return b.prepare(ctx, j, &in) }); err != nil {
+	if err := r.Phase("kube-image", func() error { return b.prepare(ctx, r, &in) }); err != nil {
 		return err
 	}
 	b.image = in.RuntimeImage
 	var run *kube.Run
-	err := j.phases.do("pods", func() error {
+	err := r.Phase("pods", func() error {
 		b.ns = in.NamespaceName() // Create deletes it again on failure; teardown deletes it too
 		var err error
-		run, err = k.Client.Create(ctx, in, kube.CreateOptions{ReadyTimeout: j.o.ReadyTimeout, PodAddresses: k.PodAddresses, Adjust: addHolder(in.RuntimeImage)})
+		run, err = k.Client.Create(ctx, in, kube.CreateOptions{ReadyTimeout: r.Options().ReadyTimeout, PodAddresses: k.PodAddresses, Adjust: addHolder(in.RuntimeImage)})
 		return err
 	})
 	if err != nil {
 		return exitcode.With(exitcode.Unavailable, err)
 	}
-	j.sess.Engine = kubeLogs{Engine: j.sess.Engine, c: k.Client, ns: run.Namespace}
-	for _, st := range j.sess.Plan.Containers {
+	sess := r.Session()
+	sess.Engine = kubeLogs{Engine: sess.Engine, c: k.Client, ns: run.Namespace}
+	for _, st := range sess.Plan.Containers {
 		c := &orchestrate.Container{Step: st, ID: kube.PodName(st.Role), IPs: map[string]string{}}
 		if p, err := k.Client.Pod(ctx, run.Namespace, c.ID); err == nil {
 			c.IPs["pod"] = p.Status.PodIP
 		}
-		j.sess.Containers = append(j.sess.Containers, c)
-		if err := b.started(j, c); err != nil {
+		sess.Containers = append(sess.Containers, c)
+		if err := b.started(r, c); err != nil {
 			return err
 		}
 	}
-	if err := b.measureLayers(ctx, j, run); err != nil {
+	if err := b.measureLayers(ctx, r, run); err != nil {
 		return err
 	}
-	return j.phases.do(orchestrate.PhaseWait, func() error { return b.wait(ctx, j) })
+	return r.Phase(orchestrate.PhaseWait, func() error { return b.wait(ctx, r) })
 }
 
 // engineNote qualifies the old-engine degradation checkEngine
 // recorded: on this backend Docker only builds the image, so none of the
 // Docker workarounds it names applies.
-func (b *kubeBackend) engineNote(j *job) {
-	for i, d := range j.meta.Degradations {
+func (b *kubeBackend) engineNote(m *runs.Metadata) {
+	for i, d := range m.Degradations {
 		if strings.HasPrefix(d, "Docker Engine ") && strings.Contains(d, "accepted by --allow-old-engine") {
-			j.meta.Degradations[i] = d + " (Kubernetes backend: this engine only built the image; no role ran on it and none was held)"
+			m.Degradations[i] = d + " (Kubernetes backend: this engine only built the image; no role ran on it and none was held)"
 		}
 	}
 }
@@ -188,34 +192,33 @@ func addHolder(image string) func(*corev1.Pod) {
 
 // started writes a service's <role>-start-results.json, as the
 // Docker backend does; the pods phase timed them together.
-func (b *kubeBackend) started(j *job, c *orchestrate.Container) error {
+func (b *kubeBackend) started(r *sandbox.Job, c *orchestrate.Container) error {
 	if c.Step.Workload {
 		return nil
 	}
-	res := startResult{Role: c.Step.Role, Container: c.ID, ID: b.ns + "/" + c.ID, IPs: c.IPs, OK: true,
+	res := sandbox.StartResult{Role: c.Step.Role, Container: c.ID, ID: b.ns + "/" + c.ID, IPs: c.IPs, OK: true,
 		Action:     "create the pod (Kubernetes), wait until the kubelet's readiness probe passes (HTTP GET /healthz on the pod's address)",
-		DurationMS: j.phases.list[len(j.phases.list)-1].DurationMS}
-	return j.writeJSON(runs.StartResultsFile(c.Step.Role), []startResult{res})
+		DurationMS: r.LastPhaseMS()}
+	return r.WriteJSON(runs.StartResultsFile(c.Step.Role), []sandbox.StartResult{res})
 }
 
 // kubePrepare brings the image and the seccomp profile to the node; with
 // a registry, in.RuntimeImage becomes the pushed image's digest reference.
-func (b *kubeBackend) prepare(ctx context.Context, j *job, in *kube.Input) error {
+func (b *kubeBackend) prepare(ctx context.Context, r *sandbox.Job, in *kube.Input) error {
 	k := b.k
 	if k.NodeRoot == "" {
 		d := "kubernetes: the pods use the runtime's default seccomp profile, not ours (no node directory to install it in: --kube-node-root)"
-		j.meta.Degradations = append(j.meta.Degradations, d)
-		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
+		r.Degrade(d)
 	} else if err := installSeccomp(k.NodeRoot, in.Plan); err != nil {
 		return err
 	}
 	if k.Registry != "" {
-		return b.push(ctx, j, in)
+		return b.push(ctx, r.Engine(), r.Say, in)
 	}
 	if k.ImportSocket == "" {
 		return nil
 	}
-	saver, ok := j.sess.Engine.(interface {
+	saver, ok := r.Engine().(interface {
 		SaveImage(context.Context, string) (io.ReadCloser, error)
 	})
 	if !ok {
@@ -230,9 +233,9 @@ func (b *kubeBackend) prepare(ctx context.Context, j *job, in *kube.Input) error
 // the digest cannot, so a pod runs the bytes built here or none. The
 // credential (if any) goes from the config file to the engine's header
 // only, never to an artifact or a message.
-func (b *kubeBackend) push(ctx context.Context, j *job, in *kube.Input) error {
+func (b *kubeBackend) push(ctx context.Context, engine dockerx.Engine, say func(string, ...any), in *kube.Input) error {
 	k := b.k
-	p, ok := j.sess.Engine.(dockerx.Pusher)
+	p, ok := engine.(dockerx.Pusher)
 	if !ok {
 		return fmt.Errorf("pushing %s: the engine cannot push images", in.RuntimeImage)
 	}
@@ -249,8 +252,9 @@ func (b *kubeBackend) push(ctx context.Context, j *job, in *kube.Input) error {
 	if err != nil {
 		return err
 	}
+	built := in.RuntimeImage
 	in.RuntimeImage = k.Registry + "@" + digest
-	fmt.Fprintf(j.s.Err, "image %s pushed as %s; the pods run %s\n", j.image.Tag, target, in.RuntimeImage)
+	say("image %s pushed as %s; the pods run %s", built, target, in.RuntimeImage)
 	return nil
 }
 
@@ -292,25 +296,27 @@ func installProfile(nodeRoot, profile string) error {
 // wait waits for the agent's end, bounded by the run's timeout, and
 // copies its log (stdout and stderr as one stream: the API merges them)
 // to the workload's stdout.
-func (b *kubeBackend) wait(ctx context.Context, j *job) error {
-	c := j.sess.Find(orchestrate.RoleAgent)
-	j.running = &orchestrate.Running{}
-	code, err := b.k.Client.WaitDone(ctx, b.ns, c.ID, j.o.Timeout)
+func (b *kubeBackend) wait(ctx context.Context, r *sandbox.Job) error {
+	c := r.Session().Find(orchestrate.RoleAgent)
+	r.WorkloadStarted()
+	timeout := r.Options().Timeout
+	code, err := b.k.Client.WaitDone(ctx, b.ns, c.ID, timeout)
 	if err != nil {
 		if ctx.Err() == nil && errors.Is(err, context.DeadlineExceeded) {
 			c.TimedOut = true
-			return fmt.Errorf("%s still running after the %s timeout; stopped with its namespace: %w", c.Step.Role, j.o.Timeout, err)
+			return fmt.Errorf("%s still running after the %s timeout; stopped with its namespace: %w", c.Step.Role, timeout, err)
 		}
 		return err
 	}
-	c.ExitCode, j.agentExit = &code, &code
+	c.ExitCode = &code
+	r.WorkloadExited(code)
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
-	if err := b.k.Client.Logs(lctx, b.ns, c.ID, kube.ContainerName, io.MultiWriter(j.s.Out, &j.stdout)); err != nil {
+	if err := b.k.Client.Logs(lctx, b.ns, c.ID, kube.ContainerName, r.WorkloadOutput()); err != nil {
 		return err
 	}
 	if code != 0 {
-		fmt.Fprintf(j.s.Err, "the workload exited with code %d\n", code)
+		r.Say("the workload exited with code %d", code)
 	}
 	return nil
 }
@@ -323,8 +329,9 @@ func (b *kubeBackend) wait(ctx context.Context, j *job) error {
 // call interrupted at teardown, a gateway request cut off) are in the
 // record. The holder keeps each pod and its volume meanwhile; the
 // namespace is deleted afterwards (teardown).
-func (b *kubeBackend) stop(ctx context.Context, j *job) {
-	if b.ns == "" || len(j.sess.Containers) == 0 {
+func (b *kubeBackend) Stop(ctx context.Context, r *sandbox.Job) {
+	sess := r.Session()
+	if b.ns == "" || len(sess.Containers) == 0 {
 		return
 	}
 	read := map[string]bool{} // roles whose files were read before a forced stop
@@ -333,14 +340,14 @@ func (b *kubeBackend) stop(ctx context.Context, j *job) {
 	// its upstream sessions through it), which stops once they have.
 	for _, later := range []bool{false, true} {
 		var wg sync.WaitGroup
-		for _, c := range j.sess.Containers {
+		for _, c := range sess.Containers {
 			if c.Step.Workload || (len(c.Step.StopAfter) > 0) != later {
 				continue
 			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				if b.stopService(ctx, j, c) {
+				if b.stopService(ctx, r, c) {
 					b.mu.Lock()
 					read[c.Step.Role] = true
 					b.mu.Unlock()
@@ -350,9 +357,9 @@ func (b *kubeBackend) stop(ctx context.Context, j *job) {
 		wg.Wait()
 	}
 	var wg sync.WaitGroup
-	for _, c := range j.sess.Containers {
+	for _, c := range sess.Containers {
 		if !read[c.Step.Role] {
-			wg.Go(func() { b.collectOutput(ctx, j, c) }) // about a second each, mostly the exec's setup
+			wg.Go(func() { b.collectOutput(ctx, r, c) }) // about a second each, mostly the exec's setup
 		}
 	}
 	wg.Wait()
@@ -361,11 +368,11 @@ func (b *kubeBackend) stop(ctx context.Context, j *job) {
 // stopService stops one service and records its exit code. A role
 // still running after the grace is stopped with its whole pod, which
 // takes its volume: its files are read just before (read is then true).
-func (b *kubeBackend) stopService(ctx context.Context, j *job, c *orchestrate.Container) (read bool) {
+func (b *kubeBackend) stopService(ctx context.Context, r *sandbox.Job, c *orchestrate.Container) (read bool) {
 	res, err := b.k.Client.StopMain(ctx, b.ns, c.ID, kube.StopOptions{
 		Grace: orchestrate.StopGrace + kubeStatusLag,
 		BeforeKill: func(ctx context.Context) {
-			b.collectOutput(ctx, j, c)
+			b.collectOutput(ctx, r, c)
 			read = true
 		},
 		KillTimeout: orchestrate.StopGrace + 30*time.Second,
@@ -376,7 +383,7 @@ func (b *kubeBackend) stopService(ctx context.Context, j *job, c *orchestrate.Co
 	}
 	c.KilledAtStop = res.Killed
 	if err != nil {
-		fmt.Fprintf(j.s.Err, "warning: stopping %s: %v\n", c.Step.Role, err)
+		r.Warn("stopping %s: %v", c.Step.Role, err)
 	}
 	return read
 }
@@ -388,28 +395,24 @@ const kubeStatusLag = 5 * time.Second
 
 // collectOutput reads a role's output files into the run directory;
 // what was refused or failed is an artifact problem.
-func (b *kubeBackend) collectOutput(ctx context.Context, j *job, c *orchestrate.Container) {
+func (b *kubeBackend) collectOutput(ctx context.Context, r *sandbox.Job, c *orchestrate.Container) {
 	rctx, cancel := context.WithTimeout(ctx, kubeReadTimeout)
 	defer cancel()
-	problems, err := b.readOutput(rctx, j, c)
+	problems, err := b.readOutput(rctx, r, c)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	for _, p := range problems {
-		msg := fmt.Sprintf("%s output: %s", c.Step.Role, p)
-		j.meta.ArtifactProblems = append(j.meta.ArtifactProblems, msg)
-		fmt.Fprintf(j.s.Err, "warning: not collected as is: %s\n", msg)
+		r.ArtifactProblem(fmt.Sprintf("%s output: %s", c.Step.Role, p))
 	}
 }
 
 // kubeReadTimeout bounds one role's read: a few files of at most
-// kubeOutputCap each, streamed through the API.
+// holder.OutputCap each, streamed through the API.
 const kubeReadTimeout = time.Minute
 
 // teardown deletes the run's namespace and waits until it is gone.
-func (b *kubeBackend) teardown(ctx context.Context, _ *job) error {
+func (b *kubeBackend) Teardown(ctx context.Context, _ *sandbox.Job) error {
 	if b.ns == "" {
 		return nil
 	}
@@ -428,4 +431,12 @@ type kubeLogs struct {
 // two streams, and our roles log to stderr.
 func (k kubeLogs) Logs(ctx context.Context, id string, _, stderr io.Writer) error {
 	return k.c.Logs(ctx, k.ns, id, kube.ContainerName, stderr)
+}
+
+// token is a short random suffix for names (kube.Input.Token, a
+// seccomp file being written).
+func token() string {
+	b := make([]byte, 3)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }

@@ -1,12 +1,12 @@
-package sandbox
+package kubebackend
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
 
 // measureLayers measures, for test-sandbox on a cluster, which of the
@@ -16,29 +16,30 @@ import (
 // The result is kube-layers.json; a policy layer that is not enforced is a
 // recorded degradation (the pod's rules stand in for it), pod rules that
 // do not hold are an isolation violation (isolation).
-func (b *kubeBackend) measureLayers(ctx context.Context, j *job, run *kube.Run) error {
-	if j.o.Workload != orchestrate.WorkloadProbe {
+func (b *kubeBackend) measureLayers(ctx context.Context, r *sandbox.Job, run *kube.Run) error {
+	if r.Options().Workload != orchestrate.WorkloadProbe {
 		return nil
 	}
-	return j.phases.do("layers", func() error {
-		l, err := b.k.Client.CheckLayers(ctx, run, b.image, j.o.ReadyTimeout)
+	return r.Phase("layers", func() error {
+		l, err := b.k.Client.CheckLayers(ctx, run, b.image, r.Options().ReadyTimeout)
 		if err != nil {
 			return err
 		}
 		b.layers = &l
 		for _, layer := range l.Layers {
-			fmt.Fprintf(j.s.Err, "kubernetes layer %-13s %s: %s\n", layer.Name, layer.State, layer.Evidence)
+			r.Say("kubernetes layer %-13s %s: %s", layer.Name, layer.State, layer.Evidence)
 			if layer.Name == kube.LayerNetworkPolicy && !layer.Holds {
-				j.meta.Degradations = append(j.meta.Degradations, "kubernetes: NetworkPolicies are not enforced on this cluster ("+layer.Evidence+"); the agent pod's own rules are its network isolation")
+				m := r.Metadata()
+				m.Degradations = append(m.Degradations, "kubernetes: NetworkPolicies are not enforced on this cluster ("+layer.Evidence+"); the agent pod's own rules are its network isolation")
 			}
 		}
-		return j.writeJSON(runs.FileKubeLayers, l)
+		return r.WriteJSON(runs.FileKubeLayers, l)
 	})
 }
 
 // isolation is the verdict's checks of the measured layers: the
 // agent pod's own rules must hold.
-func (b *kubeBackend) isolation(*job) []runs.Check {
+func (b *kubeBackend) Isolation(*sandbox.Job) []runs.Check {
 	if b.layers == nil {
 		return nil
 	}

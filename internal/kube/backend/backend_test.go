@@ -1,10 +1,11 @@
-package sandbox
+package kubebackend
 
 import (
 	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +27,7 @@ import (
 // (an old Docker engine's hold has nothing to release it on a pod).
 func TestKubeBackendInput(t *testing.T) {
 	in := orchestrate.Input{HoldInternal: true}
-	if err := Kubernetes(&Kube{}).input(&job{}, &in); err != nil {
+	if err := New(&Config{}).Input(nil, &in); err != nil {
 		t.Fatal(err)
 	}
 	if in.HoldInternal {
@@ -69,10 +70,10 @@ func TestAddHolder(t *testing.T) {
 func ptr[T any](v T) *T { return &v }
 
 func TestKubeEngineNote(t *testing.T) {
-	j := &job{meta: runs.Metadata{Degradations: []string{"Docker Engine 20.10 is older than 26: ...; accepted by --allow-old-engine: held", "other"}}}
-	(&kubeBackend{}).engineNote(j)
-	if !strings.HasSuffix(j.meta.Degradations[0], "no role ran on it and none was held)") || j.meta.Degradations[1] != "other" {
-		t.Errorf("degradations %q", j.meta.Degradations)
+	m := &runs.Metadata{Degradations: []string{"Docker Engine 20.10 is older than 26: ...; accepted by --allow-old-engine: held", "other"}}
+	(&kubeBackend{}).engineNote(m)
+	if !strings.HasSuffix(m.Degradations[0], "no role ran on it and none was held)") || m.Degradations[1] != "other" {
+		t.Errorf("degradations %q", m.Degradations)
 	}
 }
 
@@ -94,11 +95,10 @@ func TestKubePush(t *testing.T) {
 			eng.PushErr = errors.New("denied: requested access to the resource is denied")
 		}
 		var errb bytes.Buffer
-		b := &kubeBackend{k: &Kube{Registry: repo, DockerConfig: cfg}}
-		j := &job{s: Output{Err: &errb}, backend: b,
-			sess: &orchestrate.Session{Engine: eng}, image: dockerx.ImageFiles{Tag: "mcpsidecar:0123456789abcdef"}}
+		b := &kubeBackend{k: &Config{Registry: repo, DockerConfig: cfg}}
+		say := func(format string, args ...any) { fmt.Fprintf(&errb, format+"\n", args...) }
 		in := kube.Input{RuntimeImage: "mcpsidecar:0123456789abcdef"}
-		err := b.prepare(context.Background(), j, &in)
+		err := b.push(context.Background(), eng, say, &in)
 		wantCalls := []string{"tag mcpsidecar:0123456789abcdef " + repo + ":0123456789abcdef", "push " + repo + ":0123456789abcdef"}
 		if diff := cmp.Diff(wantCalls, eng.CallList()); diff != "" {
 			t.Errorf("refuse %v: engine calls mismatch (-want +got):\n%s", refuse, diff)
@@ -117,10 +117,25 @@ func TestKubePush(t *testing.T) {
 		}
 		want := repo + "@" + eng.Pushed[repo+":0123456789abcdef"]
 		if err != nil || in.RuntimeImage != want || !strings.HasPrefix(want, repo+"@sha256:") {
-			t.Fatalf("kubePrepare() = %v, image %s; want %s", err, in.RuntimeImage, want)
+			t.Fatalf("push() = %v, image %s; want %s", err, in.RuntimeImage, want)
 		}
 		if !strings.Contains(errb.String(), "the pods run "+want) {
 			t.Errorf("stderr %q does not name %s", errb.String(), want)
 		}
+	}
+}
+
+// TestPodOutputDir: the files are read at the output mount's path in the
+// container, the mount whose source is the step's output directory.
+func TestPodOutputDir(t *testing.T) {
+	st := orchestrate.Step{OutputDir: "/runs/r1/gateway", Spec: dockerx.ContainerSpec{Mounts: []dockerx.Mount{
+		{Source: "/runs/r1/other", Target: "/x", ReadOnly: false},
+		{Source: "/runs/r1/gateway", Target: "/sandbox-output"},
+	}}}
+	if got, ok := podOutputDir(st); !ok || got != "/sandbox-output" {
+		t.Errorf("podOutputDir = %q, %v", got, ok)
+	}
+	if _, ok := podOutputDir(orchestrate.Step{OutputDir: "/runs/r1/agent"}); ok {
+		t.Error("an output directory found without a mount")
 	}
 }

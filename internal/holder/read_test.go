@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package holder
 
 import (
 	"archive/tar"
@@ -11,11 +11,12 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
-	"github.com/mcpsidecar/mcpsidecar/internal/kube"
-	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
+
+// stdoutCap is the lifecycle's cap on the workload's captured output,
+// which this reader once used.
+const stdoutCap = 16 << 20
 
 // entry is one tar entry a test writes by hand.
 type entry struct {
@@ -87,9 +88,9 @@ func TestUntarOutput(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir, root := openRoot(t)
-			err := untarOutput(tarOf(t, tt.entries...), root, names, 64)
+			err := Untar(tarOf(t, tt.entries...), root, names, 64)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
-				t.Fatalf("untarOutput = %v, want %q", err, tt.wantErr)
+				t.Fatalf("Untar = %v, want %q", err, tt.wantErr)
 			}
 			files, _ := os.ReadDir(dir)
 			for _, f := range files {
@@ -119,7 +120,7 @@ func TestUntarOutputNoOverwrite(t *testing.T) {
 	if err := os.Symlink(target, filepath.Join(dir, "harden-report.json")); err != nil {
 		t.Fatal(err)
 	}
-	err := untarOutput(tarOf(t, entry{name: "harden-report.json", body: "overwritten"}), root, []string{"harden-report.json"}, 64)
+	err := Untar(tarOf(t, entry{name: "harden-report.json", body: "overwritten"}), root, []string{"harden-report.json"}, 64)
 	if err == nil {
 		t.Fatal("wrote through a planted link")
 	}
@@ -128,8 +129,8 @@ func TestUntarOutputNoOverwrite(t *testing.T) {
 	}
 }
 
-// TestOutputContract: what the pod's reader writes (kube.WriteOutput,
-// the producer) is what the host's reader accepts (untarOutput, the
+// TestOutputContract: what the pod's reader writes (WriteOutput,
+// the producer) is what the host's reader accepts (Untar, the
 // consumer): the regular files come across byte for byte, the refused
 // names are said, not sent.
 func TestOutputContract(t *testing.T) {
@@ -141,13 +142,13 @@ func TestOutputContract(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(src, "harden-report.json"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	names := outputNames(orchestrate.RoleSidecar)
+	names := OutputNames("sidecar")
 	var tarb, problems bytes.Buffer
-	if err := kube.WriteOutput(&tarb, src, names, maxCapture, &problems); err != nil {
+	if err := WriteOutput(&tarb, src, names, stdoutCap, &problems); err != nil {
 		t.Fatal(err)
 	}
 	dir, root := openRoot(t)
-	if err := untarOutput(&tarb, root, names, maxCapture); err != nil {
+	if err := Untar(&tarb, root, names, stdoutCap); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, "mcp-sidecar-tool-calls.jsonl")); err != nil || string(b) != audit {
@@ -156,23 +157,8 @@ func TestOutputContract(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "harden-report.json")); err == nil {
 		t.Error("the FIFO came across")
 	}
-	if !strings.HasPrefix(problems.String(), kube.ReadProblem+"harden-report.json: not a regular file") {
+	if !strings.HasPrefix(problems.String(), ReadProblem+"harden-report.json: not a regular file") {
 		t.Errorf("problems %q", problems.String())
-	}
-}
-
-// TestPodOutputDir: the files are read at the output mount's path in the
-// container, the mount whose source is the step's output directory.
-func TestPodOutputDir(t *testing.T) {
-	st := orchestrate.Step{OutputDir: "/runs/r1/gateway", Spec: dockerx.ContainerSpec{Mounts: []dockerx.Mount{
-		{Source: "/runs/r1/other", Target: "/x", ReadOnly: false},
-		{Source: "/runs/r1/gateway", Target: "/sandbox-output"},
-	}}}
-	if got, ok := podOutputDir(st); !ok || got != "/sandbox-output" {
-		t.Errorf("podOutputDir = %q, %v", got, ok)
-	}
-	if _, ok := podOutputDir(orchestrate.Step{OutputDir: "/runs/r1/agent"}); ok {
-		t.Error("an output directory found without a mount")
 	}
 }
 
@@ -182,17 +168,17 @@ func TestPodOutputDir(t *testing.T) {
 func TestOutputCapAsDocker(t *testing.T) {
 	src := t.TempDir()
 	line := strings.Repeat("d", 1023) + "\n"
-	log := strings.Repeat(line, (maxCapture>>10)+1024) // 17 MiB
+	log := strings.Repeat(line, (stdoutCap>>10)+1024) // 17 MiB
 	if err := os.WriteFile(filepath.Join(src, runs.FileDecisions), []byte(log), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	names := outputNames(orchestrate.RoleGateway)
+	names := OutputNames("gateway")
 	var tarb, problems bytes.Buffer
-	if err := kube.WriteOutput(&tarb, src, names, kubeOutputCap, &problems); err != nil {
+	if err := WriteOutput(&tarb, src, names, OutputCap, &problems); err != nil {
 		t.Fatal(err)
 	}
 	dir, root := openRoot(t)
-	if err := untarOutput(&tarb, root, names, kubeOutputCap); err != nil {
+	if err := Untar(&tarb, root, names, OutputCap); err != nil {
 		t.Fatal(err)
 	}
 	if b, err := os.ReadFile(filepath.Join(dir, runs.FileDecisions)); err != nil || len(b) != len(log) {

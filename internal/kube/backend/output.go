@@ -1,0 +1,65 @@
+package kubebackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/holder"
+	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
+)
+
+// readOutput reads the files collect needs of a role (runs.RoleFiles
+// and the harden report) from its pod's output volume, through the API
+// (the holder's read command, kube.Client.ReadOutput), into the role's
+// output directory of the run directory. It returns what the pod said
+// about the files (a link or a FIFO left out, a file over the cap).
+func (b *kubeBackend) readOutput(ctx context.Context, r *sandbox.Job, c *orchestrate.Container) ([]string, error) {
+	role := c.Step.Role
+	dir, ok := podOutputDir(c.Step)
+	if !ok {
+		return nil, nil // a role without an output directory has no holder
+	}
+	dst, err := os.OpenRoot(filepath.Join(r.Dir(), role))
+	if err != nil {
+		return nil, fmt.Errorf("%s output directory: %w", role, err)
+	}
+	defer dst.Close()
+	names := holder.OutputNames(role)
+	pr, pw := io.Pipe()
+	type result struct {
+		problems, notes []string
+		err             error
+	}
+	done := make(chan result, 1)
+	go func() {
+		var res result
+		res.problems, res.notes, res.err = b.k.Client.ReadOutput(ctx, b.ns, c.ID, dir, names, holder.OutputCap, pw)
+		pw.CloseWithError(res.err)
+		done <- res
+	}()
+	untarErr := holder.Untar(pr, dst, names, holder.OutputCap)
+	pr.CloseWithError(errors.New("stopped reading")) // the exec then ends
+	res := <-done
+	for _, n := range res.notes {
+		r.Say("%s output reader: %s", role, n)
+	}
+	if res.err != nil {
+		return res.problems, res.err
+	}
+	return res.problems, untarErr
+}
+
+// podOutputDir is the container path of the role's output directory.
+func podOutputDir(st orchestrate.Step) (string, bool) {
+	for _, m := range st.Spec.Mounts {
+		if m.Source == st.OutputDir && !m.ReadOnly {
+			return m.Target, true
+		}
+	}
+	return "", false
+}
