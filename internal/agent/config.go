@@ -41,7 +41,7 @@ const (
 	EnvAPIKey     = agentenv.APIKey
 	EnvBaseURL    = agentenv.BaseURL
 	EnvModel      = agentenv.Model
-	EnvQuestion   = "MCPSIDECAR_QUESTION"
+	EnvQuestion   = agentenv.Question
 	// EnvEngineVersion is the Docker Engine's version, from the harness;
 	// only the connectivity check reads it.
 	EnvEngineVersion = "MCPSIDECAR_ENGINE_VERSION"

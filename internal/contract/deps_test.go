@@ -3,6 +3,7 @@ package contract
 import (
 	"encoding/json"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -60,17 +61,44 @@ func TestRolesDoNotImportTheHost(t *testing.T) {
 }
 
 // TestContractPackagesStaySmall: the homes of the shared names (runs,
-// hold, exitcode, enginever, trace, agentenv) and of redaction (redact)
-// are imported by roles and host alike, so they import no other package
-// of this module beyond termtext.
+// hold, exitcode, enginever, trace, agentenv, hardenpolicy, squidimage),
+// of redaction (redact) and of the roles' capped log (caplog) are
+// imported by roles and host alike, so they import no other package of
+// this module beyond termtext.
 func TestContractPackagesStaySmall(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go list")
 	}
-	for _, pkg := range []string{"internal/runs", "internal/hold", "internal/exitcode", "internal/enginever", "internal/trace", "internal/redact", "internal/agent/agentenv"} {
+	for _, pkg := range []string{"internal/runs", "internal/hold", "internal/exitcode", "internal/enginever", "internal/trace", "internal/redact", "internal/agent/agentenv",
+		"internal/harden/hardenpolicy", "internal/egress/squidimage", "internal/caplog"} {
 		for _, d := range deps(t, pkg) {
 			if strings.HasPrefix(d, module) && d != module+pkg && d != module+"internal/termtext" {
 				t.Errorf("%s imports %s", pkg, d)
+			}
+		}
+	}
+}
+
+// TestPlannerImportsNoRole: the host planner (internal/orchestrate) names
+// what the roles own (their environment variables, the Squid image, the
+// hardening policy) through the leaves they share with the host
+// (agentenv, squidimage, hardenpolicy), never through a role package, so
+// it carries none of the roles' code (the model client, the MCP SDK, the
+// gateway, Landlock and seccomp filters) and stays a planner.
+func TestPlannerImportsNoRole(t *testing.T) {
+	list := deps(t, "internal/orchestrate")
+	if !slices.Contains(list, module+"internal/orchestrate") || !slices.Contains(list, module+"internal/dockerx") {
+		t.Fatalf("go list -deps internal/orchestrate listed %d packages without orchestrate or dockerx: not its graph", len(list))
+	}
+	for _, d := range list {
+		for _, role := range roleCode {
+			if d == module+role {
+				t.Errorf("internal/orchestrate imports %s (role code): import the leaf that holds the name instead", d)
+			}
+		}
+		for _, lib := range []string{"github.com/modelcontextprotocol/go-sdk", "github.com/sashabaranov/go-openai", "github.com/landlock-lsm/go-landlock"} {
+			if d == lib || strings.HasPrefix(d, lib+"/") {
+				t.Errorf("internal/orchestrate imports %s (a role's library)", d)
 			}
 		}
 	}

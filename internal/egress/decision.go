@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"sync"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/caplog"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
@@ -93,9 +92,10 @@ type Decision struct {
 	headBytes int64
 }
 
-// DecisionLog writes [Decision] lines, one Write call each, so a line is
-// never interleaved with another and a crash loses at most the line being
-// written. It is safe for concurrent use.
+// DecisionLog writes [Decision] lines through a capped log
+// (internal/caplog), one Write call each, so a line is never interleaved
+// with another and a crash loses at most the line being written. It is
+// safe for concurrent use.
 //
 // It writes at most its byte budget ([DefaultLogBudget], lowered to the
 // process's RLIMIT_FSIZE minus [LogHeadroom] at the first write). The
@@ -107,24 +107,20 @@ type Decision struct {
 // it) and refuses every later line with [ErrLogFull]; the gateway then
 // refuses all traffic.
 type DecisionLog struct {
-	mu      sync.Mutex
-	w       io.Writer
-	closer  io.Closer
-	size    int64 // bytes in the file, including those there at open
-	budget  int64
-	fsize   bool // lower budget to RLIMIT_FSIZE at the first write
-	checked bool
-	full    error // why the log is full; nil while it is not
-	partial bool  // the last write was cut short: the file ends mid-line
+	log *caplog.Log
+	// file: [OpenDecisionLog] opened the log, and Close closes it. A
+	// log over the caller's writer has nothing to close and goes on
+	// writing.
+	file bool
 }
 
 // LogHeadroom is what the decision log keeps free under its hard limit
 // for its last line, the [Decision.LogFull] marker (bounded well below).
-const LogHeadroom = 4 << 10
+const LogHeadroom = caplog.Headroom
 
-// DefaultLogBudget is the decision log's byte budget: below what the
-// host copies of the file (runs.MaxCopyBytes), so the log the host reads
-// is always whole and ends with the marker when it filled.
+// DefaultLogBudget is the decision log's byte budget: below what the host
+// copies of the file (runs.MaxCopyBytes), so the log the host reads is
+// always whole and ends with the marker when it filled.
 const DefaultLogBudget = runs.MaxCopyBytes - LogHeadroom
 
 // ErrLogFull is returned by [DecisionLog.Record] once the log has reached
@@ -135,9 +131,14 @@ var ErrLogFull = errors.New("decision log full")
 // and the gateway's answer to every request after it.
 const ReasonLogFull = "decision log full: the gateway refuses all traffic"
 
+// logOptions are the decision log's name, error and budget.
+func logOptions() caplog.Options {
+	return caplog.Options{Name: "decision log", Full: ErrLogFull, Budget: DefaultLogBudget}
+}
+
 // NewDecisionLog writes decisions to w; the caller keeps ownership of w.
 func NewDecisionLog(w io.Writer) *DecisionLog {
-	return &DecisionLog{w: w, budget: DefaultLogBudget}
+	return &DecisionLog{log: caplog.New(w, logOptions())}
 }
 
 // OpenDecisionLog appends to the file at path, creating it (mode 0600).
@@ -146,32 +147,19 @@ func NewDecisionLog(w io.Writer) *DecisionLog {
 // overwriting something else. The bytes already in the file count
 // against the budget.
 func OpenDecisionLog(path string) (*DecisionLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|runs.NoFollow, 0o600)
+	l, err := caplog.Open(path, runs.NoFollow, logOptions())
 	if err != nil {
 		return nil, fmt.Errorf("opening decision log: %w", err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("opening decision log: %w", err)
-	}
-	return &DecisionLog{w: f, closer: f, size: fi.Size(), budget: DefaultLogBudget, fsize: true}, nil
+	return &DecisionLog{log: l, file: true}, nil
 }
 
 // SetBudget lowers the log's byte budget to n (tests, and the test
 // builds' knob); it never raises it.
-func (l *DecisionLog) SetBudget(n int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.budget = min(l.budget, n)
-}
+func (l *DecisionLog) SetBudget(n int64) { l.log.SetBudget(n) }
 
 // Full is why the log is full ([ErrLogFull] wrapped), or nil.
-func (l *DecisionLog) Full() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.full
-}
+func (l *DecisionLog) Full() error { return l.log.Full() }
 
 // Record writes d as one JSON line. Once the log is full it writes
 // nothing and returns an error wrapping [ErrLogFull]; the line that finds
@@ -182,100 +170,35 @@ func (l *DecisionLog) Record(d Decision) error {
 	if err != nil {
 		return fmt.Errorf("encoding decision: %w", err)
 	}
-	b = append(b, '\n')
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.full != nil {
-		return l.full
-	}
-	l.lowerToFsize()
-	if l.size+int64(len(b)) > l.budget {
-		l.fill(d, fmt.Errorf("%w: the %d-byte budget is reached (%d bytes written)", ErrLogFull, l.budget, l.size))
-		return l.full
-	}
-	n, err := l.w.Write(b)
-	l.size += int64(n)
-	if err != nil {
-		l.partial = n > 0 && n < len(b)
-		l.fill(d, fmt.Errorf("%w: writing decision log: %v", ErrLogFull, err))
-		return l.full
-	}
-	return nil
-}
-
-// lowerToFsize lowers the budget, once, to the process's file size limit
-// minus the headroom: read at the first write, as the role sets its
-// limits (hardening) after it opened the log.
-func (l *DecisionLog) lowerToFsize() {
-	if !l.fsize || l.checked {
-		return
-	}
-	l.checked = true
-	limit, ok := fsizeLimit()
-	if !ok || limit > uint64(l.budget)+LogHeadroom {
-		return
-	}
-	l.budget = max(int64(limit)-LogHeadroom, 0)
-}
-
-// fill marks the log full with why and writes the marker line, in the
-// headroom (unless the file ended mid-line, it starts a line of its own).
-// lost is the decision whose line found the log full.
-func (l *DecisionLog) fill(lost Decision, why error) {
-	l.full = why
-	m := logFullMarker(lost, why)
-	b, err := json.Marshal(m)
-	if len(b) >= LogHeadroom-2 {
-		// JSON escapes can make a short host long: the marker must fit
-		// the headroom, or the file passes what the host copies.
-		m.Reason = ReasonLogFull
-		b, err = json.Marshal(m)
-	}
-	if err != nil {
-		return
-	}
-	b = append(b, '\n')
-	if l.partial {
-		b = append([]byte{'\n'}, b...)
-	}
-	n, _ := l.w.Write(b)
-	l.size += int64(n)
+	return l.log.Write(b, func(why error, brief bool) any { return logFullMarker(d, why, brief) })
 }
 
 // logFullMarker is the log's last line: what filled it and which line
-// was lost, bounded to fit the headroom.
-func logFullMarker(lost Decision, why error) Decision {
+// was lost, bounded to fit the headroom (brief: the reason alone).
+func logFullMarker(lost Decision, why error, brief bool) Decision {
 	what := lost.Decision
 	if what == "" {
 		what = "undecided"
 	}
-	return Decision{
+	m := Decision{
 		Time:     time.Now().UTC(),
 		RunID:    truncate(lost.RunID, 128),
 		Decision: Deny,
-		Reason: truncate(fmt.Sprintf("%s; this line and every later one are refused: %s. Not recorded: the line of the %s request %s %s:%d from %s, and those of the requests still in flight (cut off)",
-			ReasonLogFull, why, what, truncate(lost.Method, 32), truncate(lost.Host, 255), lost.Port, truncate(lost.Client, 64)), 2048),
-		LogFull: true,
+		Reason:   ReasonLogFull,
+		LogFull:  true,
 	}
+	if !brief {
+		m.Reason = truncate(fmt.Sprintf("%s; this line and every later one are refused: %s. Not recorded: the line of the %s request %s %s:%d from %s, and those of the requests still in flight (cut off)",
+			ReasonLogFull, why, what, truncate(lost.Method, 32), truncate(lost.Host, 255), lost.Port, truncate(lost.Client, 64)), 2048)
+	}
+	return m
 }
 
 // Close flushes the log to stable storage and closes it, when
 // [OpenDecisionLog] opened it.
 func (l *DecisionLog) Close() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closer == nil {
+	if !l.file {
 		return nil
 	}
-	if f, ok := l.closer.(*os.File); ok {
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return fmt.Errorf("syncing decision log: %w", err)
-		}
-	}
-	if err := l.closer.Close(); err != nil {
-		return fmt.Errorf("closing decision log: %w", err)
-	}
-	l.closer = nil
-	return nil
+	return l.log.Close()
 }

@@ -8,8 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -210,45 +208,6 @@ func TestLogWriteErrorRefusesEverything(t *testing.T) {
 	if err := json.Unmarshal([]byte(lines[1]), &m); err != nil || !m.LogFull || !strings.Contains(m.Reason, "input/output error") {
 		t.Errorf("marker %q (%v)", lines[1], err)
 	}
-}
-
-// TestDecisionLogBudgetFollowsFsize: a role's RLIMIT_FSIZE below the
-// default budget lowers it, read at the first write (after the role set
-// its limits), so the log ends with a whole marker line instead of a line
-// cut by EFBIG.
-func TestDecisionLogBudgetFollowsFsize(t *testing.T) {
-	const limit = 64 << 10
-	var old syscall.Rlimit
-	if err := syscall.Getrlimit(syscall.RLIMIT_FSIZE, &old); err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(t.TempDir(), "egress-decisions.jsonl")
-	l, err := OpenDecisionLog(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lowered := old
-	lowered.Cur = limit
-	if err := syscall.Setrlimit(syscall.RLIMIT_FSIZE, &lowered); err != nil {
-		t.Fatal(err)
-	}
-	defer syscall.Setrlimit(syscall.RLIMIT_FSIZE, &old)
-	d := Decision{Time: time.Now().UTC(), RunID: "run-test", Method: "GET", Host: strings.Repeat("a", 255), Decision: Deny, Reason: strings.Repeat("r", 400)}
-	var rerr error
-	for i := 0; i < 1000 && rerr == nil; i++ {
-		rerr = l.Record(d)
-	}
-	if !errors.Is(rerr, ErrLogFull) || !strings.Contains(rerr.Error(), "budget") {
-		t.Fatalf("Record = %v, want the budget reached", rerr)
-	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkMarkerLast(t, string(b), limit-LogHeadroom)
 }
 
 // TestLogFullMarkerFitsHeadroom: a lost line whose host is all control

@@ -16,6 +16,3 @@ func rawReader(c net.Conn) func() (*[]byte, int, error) {
 		return bp, nr, err
 	}
 }
-
-// fsizeLimit: no file size limit off Unix.
-func fsizeLimit() (uint64, bool) { return 0, false }

@@ -139,9 +139,9 @@ func (s system) applySeccomp(p Policy, netOn bool, rep *Report) error {
 	spec := filterSpec{baseline: true, noSpawn: p.NoSpawn, noUnix: p.DenyUnixSockets, noMPTCP: netOn,
 		noListen: p.NoListen, noUDP: p.NoUDP, noNetlink: p.NoNetlink}
 	layers := []string{LayerSyscallDeny}
-	for _, l := range p.seccompLayers() {
-		if l.on {
-			layers = append(layers, l.name)
+	for _, l := range p.SeccompLayers() {
+		if l.On {
+			layers = append(layers, l.Name)
 		}
 	}
 	loadErr := s.seccomp(spec.program())
@@ -172,7 +172,7 @@ func (s system) applySeccomp(p Policy, netOn bool, rep *Report) error {
 // enforce it (ok false), a required layer yields an *UnavailableError and
 // a best-effort one a degradation.
 func (r *Report) check(p Policy, layer string, ok bool, abi int, reason string) *UnavailableError {
-	required := !p.bestEffort(layer)
+	required := !p.AcceptsBestEffort(layer)
 	r.upsert(LayerStatus{Name: layer, Required: required})
 	if ok {
 		return nil
@@ -216,13 +216,13 @@ func (r *Report) upsert(l LayerStatus) {
 // notRequested lists the seccomp layers the policy turned off, so the
 // report shows every layer and why it is off.
 func (r *Report) notRequested(p Policy) {
-	for _, l := range p.seccompLayers() {
+	for _, l := range p.SeccompLayers() {
 		switch {
-		case l.on:
-		case l.name == LayerNoSpawn:
-			r.upsert(LayerStatus{Name: l.name, Detail: "not requested: the spec grants process spawning (shell_access)"})
+		case l.On:
+		case l.Name == LayerNoSpawn:
+			r.upsert(LayerStatus{Name: l.Name, Detail: "not requested: the spec grants process spawning (shell_access)"})
 		default:
-			r.upsert(LayerStatus{Name: l.name, Detail: "not requested by the policy"})
+			r.upsert(LayerStatus{Name: l.Name, Detail: "not requested by the policy"})
 		}
 	}
 }

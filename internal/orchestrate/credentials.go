@@ -10,15 +10,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // Host variables of openai_agents' default credential.
 const (
-	envOpenAIKey     = agent.EnvAPIKey // the agent's variables (internal/agent owns them)
-	envOpenAIBaseURL = agent.EnvBaseURL
+	envOpenAIKey     = agentenv.APIKey // the agent's variables (internal/agent owns them)
+	envOpenAIBaseURL = agentenv.BaseURL
 	defaultOpenAIURL = "https://api.openai.com/v1"
 )
 

@@ -1,7 +1,7 @@
 package orchestrate
 
 import (
-	"github.com/mcpsidecar/mcpsidecar/internal/agent"
+	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
@@ -15,7 +15,7 @@ const (
 // Environment variables the harness adds to containers.
 const (
 	EnvRunID    = "MCPSIDECAR_RUN_ID"
-	EnvQuestion = agent.EnvQuestion // the agent's (internal/agent owns it)
+	EnvQuestion = agentenv.Question // the agent's (internal/agent owns it)
 )
 
 // AuditFile is the sidecar's audit log, in its output directory.

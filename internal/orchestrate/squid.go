@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
-	"github.com/mcpsidecar/mcpsidecar/internal/egress"
+	"github.com/mcpsidecar/mcpsidecar/internal/egress/squidimage"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -17,10 +17,10 @@ const (
 )
 
 // DefaultSquidImage is --squid-image's default: the image
-// scripts/build-squid-image.sh builds (egress.SquidImage). The harness never
+// scripts/build-squid-image.sh builds (squidimage.Image). The harness never
 // pulls, so a registry name such as ubuntu/squid:latest would never be
 // there offline.
-const DefaultSquidImage = egress.SquidImage
+const DefaultSquidImage = squidimage.Image
 
 // SquidConfFile is the run directory's copy of the generated squid.conf;
 // the Squid gateway mounts that very file read-only.
@@ -56,14 +56,14 @@ func (in Input) squid(st *Step) {
 	cs := &st.Spec
 	cs.Image = in.SquidImage
 	if _, ok := in.CmdOverride[RoleGateway]; !ok {
-		cs.Cmd = []string{} // the image's entrypoint: squid -N -d 1 -f egress.SquidConfPath
+		cs.Cmd = []string{} // the image's entrypoint: squid -N -d 1 -f squidimage.ConfPath
 	}
-	cs.User = egress.SquidUser
-	cs.Tmpfs = maps.Clone(egress.SquidTmpfs)
+	cs.User = squidimage.User
+	cs.Tmpfs = maps.Clone(squidimage.Tmpfs)
 	// Only the run's own variables: the harden policy and Go settings are
 	// for our binary.
 	cs.Env = in.env(RoleGateway, spec.Container{})
-	conf := dockerx.Mount{Source: filepath.Join(in.RunDir, SquidConfFile), Target: egress.SquidConfPath, ReadOnly: true}
+	conf := dockerx.Mount{Source: filepath.Join(in.RunDir, SquidConfFile), Target: squidimage.ConfPath, ReadOnly: true}
 	cs.Mounts = append([]dockerx.Mount{cs.Mounts[0], conf}, cs.Mounts[1:]...)
 	st.Ready.Path, st.Ready.TCP = "", true
 }

@@ -5,10 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"sync"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/caplog"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
@@ -55,10 +54,11 @@ type Record struct {
 	LogFull bool `json:"log_full,omitempty"`
 }
 
-// AuditLog appends records as JSON lines. Each record is marshalled first
-// and then written with a single write call under a mutex to a file opened
-// with O_APPEND, so lines are never torn or interleaved, whatever the
-// concurrency. A nil *AuditLog records nothing (auditing off).
+// AuditLog appends records as JSON lines through a capped log
+// (internal/caplog). Each record is marshalled first and then written
+// with a single write call under a mutex to a file opened with O_APPEND,
+// so lines are never torn or interleaved, whatever the concurrency. A nil
+// *AuditLog records nothing (auditing off).
 //
 // It writes at most its byte budget ([DefaultAuditBudget], lowered to the
 // process's RLIMIT_FSIZE minus [AuditHeadroom] at the first write). When
@@ -69,15 +69,7 @@ type Record struct {
 // longer be written, and then makes calls the record does not show (the
 // gateway's decision log had this hole: redteam-kube finding 1).
 type AuditLog struct {
-	mu      sync.Mutex
-	w       io.Writer
-	f       *os.File
-	closed  bool
-	err     error // first write error, reported by Close
-	size    int64 // bytes in the file, including those there at open
-	budget  int64
-	checked bool  // the budget was lowered to RLIMIT_FSIZE, if at all
-	full    error // why the log is full; nil while it is not
+	log *caplog.Log
 }
 
 // KindLogFull is the kind of the audit log's last line when it filled.
@@ -85,7 +77,7 @@ const KindLogFull = "log_full"
 
 // AuditHeadroom is what the audit log keeps free under its hard limit for
 // its [KindLogFull] line (bounded well below).
-const AuditHeadroom = 4 << 10
+const AuditHeadroom = caplog.Headroom
 
 // DefaultAuditBudget is the audit log's byte budget: below what the host
 // copies of the file (runs.MaxCopyBytes), so the copy is whole and ends
@@ -100,42 +92,36 @@ var ErrAuditFull = errors.New("audit log full")
 // call refused after it.
 const ReasonAuditFull = "audit log full: the sidecar refuses all calls"
 
+// auditOptions are the audit log's name, error and budget.
+func auditOptions() caplog.Options {
+	return caplog.Options{Name: "audit log", Full: ErrAuditFull, Budget: DefaultAuditBudget}
+}
+
 // OpenAuditLog opens (creating, mode 0600) path for appending. The bytes
 // already in the file count against the budget.
 func OpenAuditLog(path string) (*AuditLog, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	l, err := caplog.Open(path, 0, auditOptions())
 	if err != nil {
 		return nil, fmt.Errorf("opening audit log: %w", err)
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("opening audit log: %w", err)
-	}
-	return &AuditLog{w: f, f: f, size: fi.Size(), budget: DefaultAuditBudget}, nil
+	return &AuditLog{log: l}, nil
 }
 
 // NewAuditLog writes records to w (for tests and in-memory use).
 func NewAuditLog(w io.Writer) *AuditLog {
-	return &AuditLog{w: w, budget: DefaultAuditBudget, checked: true}
+	return &AuditLog{log: caplog.New(w, auditOptions())}
 }
 
 // SetBudget lowers the log's byte budget to n (tests, and the test
 // builds' knob); it never raises it.
-func (l *AuditLog) SetBudget(n int64) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.budget = min(l.budget, n)
-}
+func (l *AuditLog) SetBudget(n int64) { l.log.SetBudget(n) }
 
 // Full is why the log is full ([ErrAuditFull] wrapped), or nil.
 func (l *AuditLog) Full() error {
 	if l == nil {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.full
+	return l.log.Full()
 }
 
 // Write appends r as one line. Arguments and preview are bounded and
@@ -153,71 +139,17 @@ func (l *AuditLog) Write(r Record) error {
 	if err != nil {
 		line = []byte(fmt.Sprintf(`{"kind":%q,"error":"marshalling audit record failed"}`, r.Kind))
 	}
-	line = append(line, '\n')
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		l.err = errors.Join(l.err, errors.New("audit record written after close"))
-		return fmt.Errorf("%w: written after close", ErrAuditFull)
-	}
-	if l.full != nil {
-		return l.full
-	}
-	l.lowerToFsize()
-	if l.size+int64(len(line)) > l.budget {
-		l.fill(r, fmt.Errorf("%w: the %d-byte budget is reached (%d bytes written)", ErrAuditFull, l.budget, l.size), false)
-		return l.full
-	}
-	n, err := l.w.Write(line)
-	l.size += int64(n)
-	if err != nil {
-		l.fill(r, fmt.Errorf("%w: writing audit log: %v", ErrAuditFull, err), n > 0 && n < len(line))
-		return l.full
-	}
-	return nil
+	return l.log.Write(line, func(why error, brief bool) any { return logFullRecord(r, why, brief) })
 }
 
-// lowerToFsize lowers the budget, once, to the process's file size limit
-// minus the headroom: read at the first write, as the role sets its
-// limits (hardening) after it opened the log.
-func (l *AuditLog) lowerToFsize() {
-	if l.checked {
-		return
+// logFullRecord is the log's last line, naming the record that was lost
+// (brief: the reason alone, to fit the headroom).
+func logFullRecord(lost Record, why error, brief bool) Record {
+	m := Record{Time: timestamp(time.Now()), Kind: KindLogFull, Arguments: json.RawMessage("null"), Error: ReasonAuditFull, LogFull: true}
+	if !brief {
+		m.Error = Preview(fmt.Sprintf("%s; this line and every later one are refused: %s. Not recorded: the %s line of %q (correlation id %s), and every call after it (refused)", ReasonAuditFull, why, lost.Kind, Preview(lost.Name, 200), lost.CorrelationID), 2*MaxPreviewChars)
 	}
-	l.checked = true
-	limit, ok := fsizeLimit()
-	if !ok || limit > uint64(l.budget)+AuditHeadroom {
-		return
-	}
-	l.budget = max(int64(limit)-AuditHeadroom, 0)
-}
-
-// fill marks the log full with why and writes its last line, naming the
-// record that was lost, on a line of its own (cut says the file ends
-// mid-line). Its error is recorded for Close only if nothing failed yet.
-func (l *AuditLog) fill(lost Record, why error, cut bool) {
-	l.full = why
-	m := Record{
-		Time: timestamp(time.Now()), Kind: KindLogFull, Arguments: json.RawMessage("null"),
-		Error:   Preview(fmt.Sprintf("%s; this line and every later one are refused: %s. Not recorded: the %s line of %q (correlation id %s), and every call after it (refused)", ReasonAuditFull, why, lost.Kind, Preview(lost.Name, 200), lost.CorrelationID), 2*MaxPreviewChars),
-		LogFull: true,
-	}
-	b, err := json.Marshal(m)
-	if len(b) >= AuditHeadroom-2 {
-		// JSON escapes can make a short name long: the line must fit the
-		// headroom, or the file passes what the host copies.
-		m.Error = ReasonAuditFull
-		b, err = json.Marshal(m)
-	}
-	if err != nil {
-		return
-	}
-	b = append(b, '\n')
-	if cut {
-		b = append([]byte{'\n'}, b...)
-	}
-	n, _ := l.w.Write(b)
-	l.size += int64(n)
+	return m
 }
 
 // Close syncs the file to disk and closes it. It reports the first write
@@ -227,22 +159,7 @@ func (l *AuditLog) Close() error {
 	if l == nil {
 		return nil
 	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.closed {
-		return l.err
-	}
-	l.closed = true
-	l.err = errors.Join(l.full, l.err)
-	if l.f != nil {
-		if err := l.f.Sync(); err != nil {
-			l.err = errors.Join(l.err, fmt.Errorf("syncing audit log: %w", err))
-		}
-		if err := l.f.Close(); err != nil {
-			l.err = errors.Join(l.err, fmt.Errorf("closing audit log: %w", err))
-		}
-	}
-	return l.err
+	return errors.Join(l.log.Full(), l.log.Close())
 }
 
 // boundArguments redacts raw arguments and keeps them valid JSON and small.

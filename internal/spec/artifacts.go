@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden/hardenpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
@@ -109,7 +109,7 @@ func profileDoc(p *Profile) *Profile {
 // landlockDoc is landlock-policy.json: each role's hardening policy,
 // including the probe's.
 func landlockDoc(p *Profile) map[string]any {
-	pol := map[string]harden.Policy{}
+	pol := map[string]hardenpolicy.Policy{}
 	for role, c := range p.Containers {
 		pol[role] = c.Harden
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
-	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden/hardenpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
 
@@ -76,11 +76,11 @@ func proxyEnv(noProxy string) map[string]string {
 // socket (Landlock does not see UDP; only the gateway's resolver needs it,
 // the other roles find their peers in /etc/hosts). Listening is refused
 // unless the role serves (see [serves]).
-func basePolicy(role string, memory int64) harden.Policy {
-	return harden.Policy{
-		Schema: harden.Schema,
+func basePolicy(role string, memory int64) hardenpolicy.Policy {
+	return hardenpolicy.Policy{
+		Schema: hardenpolicy.Schema,
 		Role:   role,
-		Landlock: harden.Landlock{
+		Landlock: hardenpolicy.Landlock{
 			MinABI:         4,
 			ReadOnlyDirs:   []string{"/etc", "/proc"},
 			ReadOnlyFiles:  []string{"/dev/random", "/dev/urandom"},
@@ -98,7 +98,7 @@ func basePolicy(role string, memory int64) harden.Policy {
 		// Landlock TCP rules need ABI 4 (Linux 6.7); they apply where
 		// the kernel has them (docs/hardening.md), so best effort and a
 		// missing layer is reported, not fatal.
-		BestEffort:      []string{harden.LayerLandlockNet},
+		BestEffort:      []string{hardenpolicy.LayerLandlockNet},
 		GoMaxProcs:      1,
 		GoMemLimitBytes: memory / 4 * 3,
 	}
@@ -258,7 +258,7 @@ func withoutHeld(names []string, creds []ResolvedCredential) []string {
 }
 
 // serves lets a role that binds a port listen on it.
-func serves(h *harden.Policy) { h.NoListen = false }
+func serves(h *hardenpolicy.Policy) { h.NoListen = false }
 
 // forwardable drops host variables the harness sets itself: its value
 // wins, as in the seed.

@@ -1,7 +1,7 @@
 package spec
 
 import (
-	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden/hardenpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
 
@@ -14,7 +14,7 @@ const (
 	RoleGateway = "gateway"
 	RoleSidecar = "sidecar"
 	RoleAgent   = "agent"
-	RoleProbe   = "probe" // only as harden.Policy.Role and Cmd of [Profile.Probe]
+	RoleProbe   = "probe" // only as hardenpolicy.Policy.Role and Cmd of [Profile.Probe]
 )
 
 // Network names used in [Container.Networks]. The harness maps them to the
@@ -165,7 +165,7 @@ type Container struct {
 	CgroupnsMode string   `json:"cgroupns_mode"` // "private"
 
 	// Harden is what the role applies to itself before any work.
-	Harden harden.Policy `json:"harden"`
+	Harden hardenpolicy.Policy `json:"harden"`
 
 	// Networks are [NetInternal] / [NetEgress]; empty means network mode
 	// "none". Aliases are the container's names on NetInternal.

@@ -9,13 +9,13 @@ import (
 	"sync"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
-	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/harden/hardenpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 )
 
 // Environment variable names the harness sets in containers.
 const (
-	EnvHardenPolicy  = harden.EnvPolicy
+	EnvHardenPolicy  = hardenpolicy.EnvPolicy
 	EnvGatewayPolicy = netpolicy.EnvPolicy
 	EnvSidecarURL    = agentenv.SidecarURL
 	EnvInSandbox     = agentenv.InSandbox

@@ -1,7 +1,7 @@
 // Package agentenv names the variables the agent role reads: the model's,
 // forwarded from the host, and the ones the host sets in its container.
 // The agent owns them (internal/agent re-exports them as EnvAPIKey,
-// EnvBaseURL, EnvModel, EnvInSandbox and EnvSidecarURL); they live in
+// EnvBaseURL, EnvModel, EnvInSandbox, EnvSidecarURL and EnvQuestion); they live in
 // this leaf so that the host's spec compiler, which the agent itself
 // imports, can import them too instead of spelling them again. It
 // imports nothing.
@@ -24,4 +24,7 @@ const (
 	InSandbox = "SANDBOX_AGENT_CONTAINER"
 	// SidecarURL is the sidecar's streamable-HTTP MCP endpoint.
 	SidecarURL = "MCP_SIDECAR_URL"
+	// Question is the question the agent answers (the --question flag
+	// overrides it).
+	Question = "MCPSIDECAR_QUESTION"
 )

@@ -1,4 +1,4 @@
-package harden
+package hardenpolicy
 
 import (
 	"bytes"
@@ -13,8 +13,9 @@ import (
 // JSON into its container.
 const EnvPolicy = "MCPSIDECAR_HARDEN_POLICY"
 
-// maxABI is the highest Landlock ABI go-landlock v0.11 knows.
-const maxABI = 11
+// MaxABI is the highest Landlock ABI go-landlock v0.11 (the library
+// internal/harden applies the rules with) knows.
+const MaxABI = 11
 
 // knownLayers are the layer names a policy may list in BestEffort.
 var knownLayers = []string{LayerLandlockFS, LayerLandlockNet, LayerNoSpawn, LayerNoUnix, LayerSyscallDeny,
@@ -64,8 +65,8 @@ func (p *Policy) Validate() error {
 	if p.Role == "" {
 		add("role: must not be empty")
 	}
-	if p.Landlock.MinABI < 0 || p.Landlock.MinABI > maxABI {
-		add("landlock.min_abi: %d is outside 0..%d", p.Landlock.MinABI, maxABI)
+	if p.Landlock.MinABI < 0 || p.Landlock.MinABI > MaxABI {
+		add("landlock.min_abi: %d is outside 0..%d", p.Landlock.MinABI, MaxABI)
 	}
 	errs = append(errs, p.Landlock.pathErrors()...)
 	errs = append(errs, portErrors("landlock.connect_tcp", p.Landlock.ConnectTCP)...)
@@ -125,4 +126,6 @@ func portErrors(field string, ports []uint16) []error {
 	return errs
 }
 
-func (p *Policy) bestEffort(layer string) bool { return slices.Contains(p.BestEffort, layer) }
+// AcceptsBestEffort says whether p accepts layer as best effort: a layer
+// the kernel cannot enforce is then a reported degradation, not a stop.
+func (p *Policy) AcceptsBestEffort(layer string) bool { return slices.Contains(p.BestEffort, layer) }

@@ -1,4 +1,4 @@
-package harden
+package hardenpolicy
 
 import "slices"
 
@@ -8,23 +8,24 @@ import "slices"
 // since the report is written by the workload and may be forged.
 func (p Policy) RequiredLayers() []string {
 	layers := []string{LayerLandlockFS, LayerLandlockNet, LayerSyscallDeny}
-	for _, l := range p.seccompLayers() {
-		if l.on {
-			layers = append(layers, l.name)
+	for _, l := range p.SeccompLayers() {
+		if l.On {
+			layers = append(layers, l.Name)
 		}
 	}
-	return slices.DeleteFunc(layers, p.bestEffort)
+	return slices.DeleteFunc(layers, p.AcceptsBestEffort)
 }
 
-// seccompLayers are the optional seccomp layers and whether p asks for each.
-func (p Policy) seccompLayers() []struct {
-	name string
-	on   bool
-} {
-	return []struct {
-		name string
-		on   bool
-	}{
+// LayerSwitch is one optional layer and whether a policy asks for it.
+type LayerSwitch struct {
+	Name string
+	On   bool
+}
+
+// SeccompLayers are the optional seccomp layers and whether p asks for
+// each.
+func (p Policy) SeccompLayers() []LayerSwitch {
+	return []LayerSwitch{
 		{LayerNoSpawn, p.NoSpawn}, {LayerNoUnix, p.DenyUnixSockets},
 		{LayerNoListen, p.NoListen}, {LayerNoUDP, p.NoUDP}, {LayerNoNetlink, p.NoNetlink},
 	}
