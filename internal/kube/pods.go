@@ -153,13 +153,6 @@ func (in Input) seccompProfile(c plan.Container) *corev1.SeccompProfile {
 	return &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeLocalhost, LocalhostProfile: ptr(SeccompDir + "/" + SeccompFile(c.Seccomp))}
 }
 
-func shorten(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "..."
-	}
-	return s
-}
-
 // securityContext is the container's: the restricted profile (non-root
 // with the plan's uid and gid, read-only root, the plan's capabilities,
 // no privilege escalation, the seccomp profile).

@@ -106,13 +106,6 @@ func (j *job) containerRecord(c *orchestrate.Container) map[string]any {
 		"exit_code": c.ExitCode, "peak_memory_bytes": c.PeakMemory(), "ip_addresses": c.IPs}
 }
 
-func errText(err error, def string) string {
-	if err != nil {
-		return firstLine(err.Error())
-	}
-	return def
-}
-
 // probeContext is what the spec declares about the sandbox; the probe
 // compares its measurements against it (also written as config.json).
 func (j *job) probeContext() *probe.Context {
