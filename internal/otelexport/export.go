@@ -311,3 +311,11 @@ func port(s string) int {
 	p, _ := strconv.Atoi(s)
 	return p
 }
+
+// RunTraceParent is the W3C traceparent of run runID's span (the trace
+// [Export] and [Live] send): a workload given it (TRACEPARENT, with
+// agent_telemetry) parents its own spans under the run's.
+func RunTraceParent(runID string) string {
+	ids := newIDs(runID)
+	return "00-" + ids.trace.String() + "-" + ids.root().String() + "-01"
+}

@@ -63,3 +63,7 @@ func telemetryLedger(s *Spec, add func(capability, layer, format string, args ..
 	add(keyAgentTelemetry, LayerEgress, "%s", fmt.Sprintf("whatever the workload writes into its telemetry leaves for the collector, outside the allowlist: at most %d bytes a request, %d requests a second (burst %d), %d bytes a run; a payload carrying a held credential is refused",
 		egress.DefaultRelayMaxBody, egress.DefaultRelayRate, egress.DefaultRelayBurst, egress.DefaultRelayBudget))
 }
+
+// RelaysTelemetry reports whether the profile's run relays the agent's
+// telemetry (agent_telemetry = true).
+func (p *Profile) RelaysTelemetry() bool { return p.Spec != nil && relaysTelemetry(p.Spec) }
