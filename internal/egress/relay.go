@@ -292,7 +292,8 @@ func (rl *relay) accept(w http.ResponseWriter, d *Decision, line []byte, sig otl
 		g.refuse(w, d, deny(http.StatusInsufficientStorage, "agent telemetry relay: the run's %d-byte budget is spent: refused", rl.cfg.Budget))
 		return
 	}
-	d.Decision, d.Rule = Allow, RelayRule
+	ct, answer := response(sig, json)
+	d.Decision, d.Rule, d.BytesDown = Allow, RelayRule, int64(len(answer))
 	g.record(d)
 	if g.full.Load() {
 		refuseFull(w)
@@ -303,7 +304,10 @@ func (rl *relay) accept(w http.ResponseWriter, d *Decision, line []byte, sig otl
 		http.Error(w, "mcpsidecar egress gateway: the relay could not keep the payload", http.StatusInternalServerError)
 		return
 	}
-	respond(w, sig, json)
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Length", strconv.Itoa(len(answer)))
+	w.WriteHeader(http.StatusOK)
+	w.Write(answer)
 }
 
 // reserve takes n bytes of the spool's budget, if it has them.
@@ -317,20 +321,14 @@ func (rl *relay) reserve(n int64) bool {
 	return true
 }
 
-// respond answers as a collector does: the empty Export*ServiceResponse
-// in the request's encoding.
-func respond(w http.ResponseWriter, sig otlpwire.Signal, json bool) {
-	var b []byte
-	ct := otlpwire.ContentProtobuf
+// response is what a collector answers: the empty Export*ServiceResponse
+// in the request's encoding, and its content type.
+func response(sig otlpwire.Signal, json bool) (string, []byte) {
 	if json {
-		ct, b = otlpwire.ContentJSON, []byte("{}")
-	} else {
-		b, _ = proto.Marshal(otlpwire.NewResponse(sig))
+		return otlpwire.ContentJSON, []byte("{}")
 	}
-	w.Header().Set("Content-Type", ct)
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
-	w.WriteHeader(http.StatusOK)
-	w.Write(b)
+	b, _ := proto.Marshal(otlpwire.NewResponse(sig)) // an empty message always encodes
+	return otlpwire.ContentProtobuf, b
 }
 
 // relayCounter counts the payload bytes read off the wire.

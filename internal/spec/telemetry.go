@@ -1,11 +1,7 @@
 package spec
 
 import (
-	"fmt"
-
 	"github.com/pelletier/go-toml/v2/unstable"
-
-	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 )
 
 // agent_telemetry = true asks the gateway to relay the agent's own
@@ -60,8 +56,7 @@ func telemetryLedger(s *Spec, add func(capability, layer, format string, args ..
 	add(keyAgentTelemetry, LayerTopology, "gateway container %s:%d takes the agent's OTLP/HTTP (traces, metrics, logs; protobuf or JSON) and keeps it, with a decision line per request, for the host to send to the collector the user names", GatewayAlias, RelayPort)
 	add(keyAgentTelemetry, LayerLandlock, "agent may connect to TCP port %d (the relay)", RelayPort)
 	add(keyAgentTelemetry, LayerEnv, "agent gets %s=%s, %s=http/protobuf and %s (the run's trace)", EnvOTLPEndpoint, RelayURL, EnvOTLPProtocol, EnvTraceParent)
-	add(keyAgentTelemetry, LayerEgress, "%s", fmt.Sprintf("whatever the workload writes into its telemetry leaves for the collector, outside the allowlist: at most %d bytes a request, %d requests a second (burst %d), %d bytes a run; a payload carrying a held credential is refused",
-		egress.DefaultRelayMaxBody, egress.DefaultRelayRate, egress.DefaultRelayBurst, egress.DefaultRelayBudget))
+	add(keyAgentTelemetry, LayerEgress, "whatever the workload writes into its telemetry leaves for the collector, outside the allowlist, bounded per request, per second and per run (docs/egress.md); a payload carrying a held credential is refused")
 }
 
 // RelaysTelemetry reports whether the profile's run relays the agent's
