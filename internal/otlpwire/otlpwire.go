@@ -143,29 +143,44 @@ func MarshalJSON(m proto.Message) ([]byte, error) {
 		return nil, fmt.Errorf("encoding OTLP JSON: %w", err)
 	}
 	var bad error
-	b = idField.ReplaceAllFunc(b, func(f []byte) []byte {
-		sub := idField.FindSubmatch(f)
-		raw, err := base64.StdEncoding.DecodeString(string(sub[2]))
+	b = replaceIDs(b, func(name, v []byte) []byte {
+		raw, err := base64.StdEncoding.DecodeString(string(v))
 		if err != nil {
-			bad = fmt.Errorf("encoding OTLP JSON: %s %q is not base64: %w", sub[1], sub[2], err)
-			return f
+			bad = fmt.Errorf("encoding OTLP JSON: %s %q is not base64: %w", name, v, err)
+			return v
 		}
-		return fmt.Appendf(nil, `"%s":"%x"`, sub[1], raw)
+		return hex.AppendEncode(nil, raw)
 	})
 	return b, bad
+}
+
+// replaceIDs replaces the value of every id field of JSON b by what
+// with makes of it, in one pass.
+func replaceIDs(b []byte, with func(name, v []byte) []byte) []byte {
+	ms := idField.FindAllSubmatchIndex(b, -1)
+	if len(ms) == 0 {
+		return b
+	}
+	out := make([]byte, 0, len(b)+len(b)/4)
+	last := 0
+	for _, m := range ms {
+		out = append(out, b[last:m[4]]...)
+		out = append(out, with(b[m[2]:m[3]], b[m[4]:m[5]])...)
+		last = m[5]
+	}
+	return append(out, b[last:]...)
 }
 
 // UnmarshalJSON reads OTLP/JSON b into m: its hex ids become the bytes
 // they spell.
 func UnmarshalJSON(b []byte, m proto.Message) error {
 	var bad error
-	b = idField.ReplaceAllFunc(b, func(f []byte) []byte {
-		sub := idField.FindSubmatch(f)
-		raw, err := hex.DecodeString(string(sub[2]))
+	b = replaceIDs(b, func(name, v []byte) []byte {
+		raw, err := hex.DecodeString(string(v))
 		if err != nil && bad == nil {
-			bad = fmt.Errorf("%s %q is not hex", sub[1], truncate(sub[2], 64))
+			bad = fmt.Errorf("%s %q is not hex", name, truncate(v, 64))
 		}
-		return fmt.Appendf(nil, `"%s":"%s"`, sub[1], base64.StdEncoding.EncodeToString(raw))
+		return base64.StdEncoding.AppendEncode(nil, raw)
 	})
 	if bad != nil {
 		return fmt.Errorf("not OTLP/JSON: %w", bad)
