@@ -3,26 +3,79 @@
 package e2e
 
 // The relay of an agent's own telemetry (issue 33, item 4), against a
-// real collector (Jaeger, as in otel_test.go): a workload that emits
+// loopback OTLP/HTTP receiver that decodes what it gets with the
+// protocol's published protobuf types: a workload that emits
 // OpenTelemetry spans with the SDK's OTLP/HTTP exporter (x-otlp), run
 // with agent_telemetry = true, sends them to the gateway's relay; the
 // decision log has a line for each request, the run directory keeps the
-// payloads, and the host sends them to Jaeger under the run's trace. Run
-// once more without agent_telemetry: the same workload's OTLP is refused
-// and recorded, and nothing of it reaches the collector.
+// payloads, and the host sends them to the receiver under the run's
+// trace, beside the run's own spans. Run once more without
+// agent_telemetry: the same workload's OTLP is refused and recorded, and
+// nothing of it reaches the receiver.
 
 import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
+
+// relaySpan is one span a receiver got.
+type relaySpan struct{ trace, id, parent, name string }
+
+// spanReceiver is a loopback OTLP/HTTP traces receiver keeping every span.
+type spanReceiver struct {
+	mu    sync.Mutex
+	spans []relaySpan
+}
+
+func (o *spanReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	var req coltracepb.ExportTraceServiceRequest
+	if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+		http.Error(w, "not an ExportTraceServiceRequest on /v1/traces", http.StatusBadRequest)
+		return
+	}
+	o.mu.Lock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				o.spans = append(o.spans, relaySpan{hex.EncodeToString(sp.TraceId), hex.EncodeToString(sp.SpanId), hex.EncodeToString(sp.ParentSpanId), sp.Name})
+			}
+		}
+	}
+	o.mu.Unlock()
+	b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(b)
+}
+
+// of is the spans of trace id.
+func (o *spanReceiver) of(id string) []relaySpan {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []relaySpan
+	for _, s := range o.spans {
+		if s.trace == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
 
 type relayRun struct {
 	dir, stdout, stderr string
@@ -71,12 +124,15 @@ func relayRunSpec(t *testing.T, bin, dir, spec, otlp string) relayRun {
 func TestAgentTelemetryRelay(t *testing.T) {
 	NeedDocker(t)
 	bin := BinaryWithTestCommands(t)
-	j := startJaeger(t)
+	rcv := &spanReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	otlp := strings.TrimPrefix(srv.URL, "http://")
 	dir := t.TempDir()
 	t.Cleanup(func() { agRemoveRunImages(dir) })
 
 	t.Run("asked", func(t *testing.T) {
-		r := relayRunSpec(t, bin, dir, "schema_version = 1\ncapabilities = [\"network\"]\nagent_telemetry = true\n", j.otlpHTTP)
+		r := relayRunSpec(t, bin, dir, "schema_version = 1\ncapabilities = [\"network\"]\nagent_telemetry = true\n", otlp)
 		if !strings.Contains(r.stdout, "x-otlp: 3 spans sent") {
 			t.Fatalf("the workload did not send its spans (run: %v)\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
 		}
@@ -100,32 +156,28 @@ func TestAgentTelemetryRelay(t *testing.T) {
 		if m == nil {
 			t.Fatalf("the run did not say it exported:\n%s", r.stderr)
 		}
-		// The run's spans and the workload's three, in one trace.
-		spans, _ := j.traceOf(t, m[1], 4)
-		byID := map[string]jaegerSpan{}
+		// The run's spans and the workload's three, in one trace, the
+		// workload's under the run's root span.
+		spans := rcv.of(m[1])
+		byID := map[string]relaySpan{}
 		for _, sp := range spans {
-			byID[sp.SpanID] = sp
+			byID[sp.id] = sp
 		}
 		steps := 0
 		for _, sp := range spans {
-			if !strings.HasPrefix(sp.OperationName, "agent step ") {
-				continue
-			}
-			for _, ref := range sp.References {
-				if ref.RefType == "CHILD_OF" && strings.HasPrefix(byID[ref.SpanID].OperationName, "mcpsidecar run") {
-					steps++
-				}
+			if p, ok := byID[sp.parent]; ok && strings.HasPrefix(sp.name, "agent step ") && strings.HasPrefix(p.name, "mcpsidecar run") && p.parent == "" {
+				steps++
 			}
 		}
 		if steps != 3 {
-			t.Errorf("%d of the workload's spans under the run's span in jaeger, want 3", steps)
+			t.Errorf("%d of the workload's spans under the run's span at the receiver, want 3: %v", steps, spans)
 		}
-		t.Logf("trace %s: %d spans in jaeger; the run's exit: %v", m[1], len(spans), r.err)
+		t.Logf("trace %s: %d spans received; the run's exit: %v", m[1], len(spans), r.err)
 	})
 
 	t.Run("not asked", func(t *testing.T) {
 		spec := "schema_version = 1\ncapabilities = [\"network\"]\n\n[[environment_variables]]\nname = \"OTEL_EXPORTER_OTLP_ENDPOINT\"\nvalue = \"http://egress-gateway:4318\"\n"
-		r := relayRunSpec(t, bin, dir, spec, j.otlpHTTP)
+		r := relayRunSpec(t, bin, dir, spec, otlp)
 		if strings.Contains(r.stdout, "spans sent") {
 			t.Errorf("the workload's export succeeded without agent_telemetry:\n%s", r.stdout)
 		}
@@ -149,10 +201,15 @@ func TestAgentTelemetryRelay(t *testing.T) {
 		if m == nil {
 			t.Fatalf("the run did not say it exported:\n%s", r.stderr)
 		}
-		spans, _ := j.traceOf(t, m[1], 1)
-		for _, sp := range spans {
-			if strings.HasPrefix(sp.OperationName, "agent step ") {
-				t.Errorf("the workload's span %q reached the collector", sp.OperationName)
+		spans := rcv.of(m[1])
+		if len(spans) == 0 {
+			t.Errorf("the run's own trace %s never reached the receiver", m[1])
+		}
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		for _, sp := range rcv.spans {
+			if strings.HasPrefix(sp.name, "agent step ") && sp.trace == m[1] {
+				t.Errorf("the workload's span %q reached the receiver", sp.name)
 			}
 		}
 	})
