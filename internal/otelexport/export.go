@@ -13,6 +13,10 @@
 //
 // The trace and span ids are derived from the run id and the events'
 // sequence numbers, so exporting a run again sends the same trace.
+//
+// It also sends the agent's own telemetry that the gateway relayed
+// (agent_telemetry; [ForwardAgentTelemetry]) from the run directory, as
+// redacted there, to the same collector.
 package otelexport
 
 import (
