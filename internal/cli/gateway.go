@@ -29,6 +29,7 @@ const (
 type gatewayOptions struct {
 	listen       string
 	credListen   string
+	relayListen  string
 	policyFile   string
 	decisionLog  string
 	runID        string
@@ -65,7 +66,10 @@ The policy is the JSON gateway policy written by 'mcpsidecar spec resolve'; with
 $MCPSIDECAR_RUN_ID. With --credential-listen the gateway holds the credentials that
 $MCPSIDECAR_GATEWAY_CREDENTIALS names (values from the variables it names, the run's
 placeholder from $MCPSIDECAR_CREDENTIAL_PLACEHOLDER) and serves requests of the form
-/HOST[:PORT]/path there, adding the credential of HOST (docs/egress.md). In a container, $MCPSIDECAR_HARDEN_POLICY locks the process down
+/HOST[:PORT]/path there, adding the credential of HOST (docs/egress.md). With
+--otlp-relay-listen it takes the agent's OTLP/HTTP (POST /v1/traces, /v1/metrics,
+/v1/logs; protobuf or JSON) there, bounded, one decision line each, and appends each
+payload to agent-telemetry.jsonl beside the decision log. In a container, $MCPSIDECAR_HARDEN_POLICY locks the process down
 before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -79,6 +83,7 @@ before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
 	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", ":3128", "address to listen on")
 	f.StringVar(&o.credListen, "credential-listen", "", "also serve the credential listener here (credentials from $"+spec.EnvGatewayCredentials+")")
+	f.StringVar(&o.relayListen, "otlp-relay-listen", "", "also relay the agent's own OTLP/HTTP telemetry here (spooled beside the decision log for the host to send on)")
 	f.StringVar(&o.policyFile, "policy", "", "gateway policy JSON file (default: $"+envGatewayPolicy+")")
 	f.StringVar(&o.decisionLog, "decision-log", "", "append decision lines (JSON) to this file (default: standard output)")
 	f.StringVar(&o.runID, "run-id", os.Getenv(envRunID), "run id written into every decision line")
@@ -144,7 +149,7 @@ func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(st
 	if err != nil {
 		return err
 	}
-	cfg := egress.ServeConfig{Listen: o.listen, CredentialListen: o.credListen, DecisionLog: o.decisionLog, Out: s.Out,
+	cfg := egress.ServeConfig{Listen: o.listen, CredentialListen: o.credListen, RelayListen: o.relayListen, DecisionLog: o.decisionLog, Out: s.Out,
 		Logger: slog.New(slog.NewJSONHandler(s.Err, nil)), Policy: policy, Injection: inject, Scopes: scopes, RunID: o.runID,
 		Limits:       egress.Limits{MaxConcurrent: o.maxTunnels, IdleTimeout: o.idleTimeout, MaxDuration: o.maxDuration},
 		ShutdownWait: o.shutdownWait, LogBudget: o.logBudget}

@@ -23,6 +23,11 @@
 // host, accepted only with the run's placeholder, sent on with the real
 // credential through the same checks; the workload never holds the key.
 //
+// With a [Relay] it also serves the relay of the agent's own telemetry
+// ([Gateway.ServeRelay], relay.go): OTLP/HTTP on three paths, bounded,
+// one decision line per request, each payload taken appended to a spool
+// ([RelayLine]) that the host sends on; the gateway dials nothing for it.
+//
 // It also reads Squid's access log, written in [SquidLogFormat], into the
 // same [Decision] records, so a run with the Squid engine yields the same
 // egress-decisions.jsonl.

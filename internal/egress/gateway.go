@@ -54,6 +54,9 @@ type Options struct {
 	Injection *Injection
 	// Scopes, when set, judges every request under its scope (scope.go).
 	Scopes *Scoper
+	// Relay, when set, makes the gateway relay the agent's own
+	// telemetry ([Gateway.ServeRelay], relay.go).
+	Relay *Relay
 }
 
 // Gateway is the egress proxy. Serve it with [Gateway.Serve]; stop it
@@ -75,6 +78,8 @@ type Gateway struct {
 	// an [Injection].
 	inject    *Injection
 	injectSrv *http.Server
+	// relaySrv serves the agent's telemetry relay; nil without a [Relay].
+	relaySrv *http.Server
 	// held searches the proxy port's requests for every held value
 	// (held.go); nil without credentials.
 	held   *heldSearch
@@ -172,6 +177,12 @@ func New(opts Options) (*Gateway, error) {
 	if g.inject != nil {
 		g.injectSrv = g.newInjector(g.inject)
 	}
+	if opts.Relay != nil {
+		var err error
+		if g.relaySrv, err = g.newRelay(*opts.Relay); err != nil {
+			return nil, err
+		}
+	}
 	return g, nil
 }
 
@@ -234,9 +245,13 @@ func (g *Gateway) Shutdown(ctx context.Context) error {
 	if g.injectSrv != nil {
 		iwg.Go(func() { ierr = g.injectSrv.Shutdown(ctx) })
 	}
+	var rerr error
+	if g.relaySrv != nil {
+		iwg.Go(func() { rerr = g.relaySrv.Shutdown(ctx) })
+	}
 	err := g.srv.Shutdown(ctx)
 	iwg.Wait()
-	err = errors.Join(err, ierr)
+	err = errors.Join(err, ierr, rerr)
 	g.fwdPool.close()
 	if g.injectPool != nil {
 		g.injectPool.close()
@@ -280,6 +295,9 @@ func (g *Gateway) closeConnections() {
 	g.srv.Close()
 	if g.injectSrv != nil {
 		g.injectSrv.Close()
+	}
+	if g.relaySrv != nil {
+		g.relaySrv.Close()
 	}
 }
 

@@ -21,6 +21,10 @@ import (
 type ServeConfig struct {
 	Listen           string // host:port of the proxy
 	CredentialListen string // host:port of the credential listener; "": none
+	// RelayListen is host:port of the agent's telemetry relay; "": none.
+	// Its spool is [runs.FileAgentTelemetry] beside the decision log (or
+	// Out, when the lines go there).
+	RelayListen string
 	// DecisionLog is the file decision lines are appended to; "" writes
 	// them to Out.
 	DecisionLog string
@@ -87,13 +91,31 @@ func Serve(ctx context.Context, cfg ServeConfig, harden func() error) error {
 		}
 		defer credLn.Close()
 	}
+	relayLn, relayCfg, err := openRelay(cfg)
+	if err != nil {
+		return err
+	}
+	if relayLn != nil {
+		defer relayLn.Close()
+		if f, ok := relayCfg.Spool.(*os.File); ok && cfg.DecisionLog != "" {
+			defer f.Close()
+		}
+	}
 	if err := harden(); err != nil {
 		return err
 	}
 	g, err := New(Options{Policy: cfg.Policy, Log: dlog, RunID: cfg.RunID, Logger: logger, Injection: cfg.Injection,
-		Scopes: cfg.Scopes, Limits: cfg.Limits})
+		Scopes: cfg.Scopes, Limits: cfg.Limits, Relay: relayCfg})
 	if err != nil {
 		return err
+	}
+	if relayLn != nil {
+		logger.Info("agent telemetry relay", "addr", relayLn.Addr().String())
+		go func() {
+			if err := g.ServeRelay(relayLn); err != nil {
+				logger.Error("serving the agent telemetry relay", "err", err)
+			}
+		}()
 	}
 	logger.Info("gateway listening", "addr", ln.Addr().String(), "run_id", cfg.RunID)
 	if credLn != nil {
@@ -106,6 +128,32 @@ func Serve(ctx context.Context, cfg ServeConfig, harden func() error) error {
 	}
 	err = serveUntil(ctx, g, ln, cfg.ShutdownWait, dlog)
 	return errors.Join(err, writeCounts(counts, g.Counts(), logger))
+}
+
+// openRelay opens the relay's spool and listens on its port, before the
+// role hardens (nothing can be opened or bound after); nil without
+// cfg.RelayListen.
+func openRelay(cfg ServeConfig) (net.Listener, *Relay, error) {
+	if cfg.RelayListen == "" {
+		return nil, nil, nil
+	}
+	var spool io.Writer = cfg.Out
+	if cfg.DecisionLog != "" {
+		path := filepath.Join(filepath.Dir(cfg.DecisionLog), runs.FileAgentTelemetry)
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|runs.NoFollow, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("opening the agent telemetry spool: %w", err)
+		}
+		spool = f
+	}
+	ln, err := listen("tcp", cfg.RelayListen)
+	if err != nil {
+		if f, ok := spool.(*os.File); ok && cfg.DecisionLog != "" {
+			f.Close()
+		}
+		return nil, nil, fmt.Errorf("listening on %s: %w", cfg.RelayListen, err)
+	}
+	return ln, &Relay{Spool: spool}, nil
 }
 
 // openCounts creates the counts file beside the decision log

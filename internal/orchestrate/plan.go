@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
+	"github.com/mcpsidecar/mcpsidecar/internal/otelexport"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -363,6 +364,11 @@ func (in Input) env(role string, c spec.Container) []dockerx.EnvVar {
 		byName[k] = dockerx.EnvVar{Name: k, Value: v}
 	}
 	byName[EnvRunID] = dockerx.EnvVar{Name: EnvRunID, Value: in.RunID}
+	if role == RoleAgent && in.Profile.RelaysTelemetry() {
+		// The run's trace context, so the workload's own spans, relayed
+		// by the gateway, join the run's trace (issue 33).
+		byName[spec.EnvTraceParent] = dockerx.EnvVar{Name: spec.EnvTraceParent, Value: otelexport.RunTraceParent(in.RunID)}
+	}
 	for _, e := range in.Env[role] {
 		byName[e.Name] = e
 	}

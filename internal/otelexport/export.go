@@ -13,6 +13,10 @@
 //
 // The trace and span ids are derived from the run id and the events'
 // sequence numbers, so exporting a run again sends the same trace.
+//
+// It also sends the agent's own telemetry that the gateway relayed
+// (agent_telemetry; [ForwardAgentTelemetry]) from the run directory, as
+// redacted there, to the same collector.
 package otelexport
 
 import (
@@ -310,4 +314,12 @@ func (g *idGen) id(what string) trace.SpanID {
 func port(s string) int {
 	p, _ := strconv.Atoi(s)
 	return p
+}
+
+// RunTraceParent is the W3C traceparent of run runID's span (the trace
+// [Export] and [Live] send): a workload given it (TRACEPARENT, with
+// agent_telemetry) parents its own spans under the run's.
+func RunTraceParent(runID string) string {
+	ids := newIDs(runID)
+	return "00-" + ids.trace.String() + "-" + ids.root().String() + "-01"
 }

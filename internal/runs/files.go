@@ -30,6 +30,7 @@ const (
 	FileProbeDone      = "done.json"                    // probe
 	FileDecisions      = "egress-decisions.jsonl"       // gateway
 	FileEgressCounts   = "egress-counts.json"           // gateway, at exit: requests accepted and lines written
+	FileAgentTelemetry = "agent-telemetry.jsonl"        // gateway: the agent's OTLP it relayed (agent_telemetry)
 	FileAudit          = "mcp-sidecar-tool-calls.jsonl" // sidecar
 	FileHardenReport   = "harden-report.json"           // every role; collected as <role>-harden-report.json
 	FileSquidAccessLog = "access.log"                   // the Squid gateway; converted into FileDecisions
@@ -64,7 +65,7 @@ func CollectedHardenReport(role string) string { return role + "-" + FileHardenR
 // the host copies into the run directory under the same name (the harden
 // report is copied as CollectedHardenReport).
 var RoleFiles = map[string][]string{
-	"gateway": {FileDecisions, FileEgressCounts},
+	"gateway": {FileDecisions, FileEgressCounts, FileAgentTelemetry},
 	"sidecar": {FileAudit},
 	"agent":   {FileAnswer, FileAgentTurns, FileProbeReport, FileProbeStatus, FileProbeDone},
 }

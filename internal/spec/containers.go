@@ -143,7 +143,7 @@ func applyBaseline(c *Container, seccompJSON string) {
 	c.OutputDir = OutputDir
 }
 
-func gatewayContainer(cfg netpolicy.Config, holdsCredentials bool) Container {
+func gatewayContainer(cfg netpolicy.Config, holdsCredentials, relay bool) Container {
 	h := basePolicy(RoleGateway, roleLimits[RoleGateway].memory)
 	// 53: DNS over TCP when an answer is truncated (UDP is not a
 	// Landlock right); the rest are the ports the policy permits,
@@ -159,6 +159,10 @@ func gatewayContainer(cfg netpolicy.Config, holdsCredentials bool) Container {
 	if holdsCredentials {
 		h.Landlock.BindTCP = append(h.Landlock.BindTCP, CredentialPort)
 		cmd = append(cmd, "--credential-listen", ":"+strconv.Itoa(CredentialPort))
+	}
+	if relay {
+		h.Landlock.BindTCP = append(h.Landlock.BindTCP, RelayPort)
+		cmd = append(cmd, "--otlp-relay-listen", ":"+strconv.Itoa(RelayPort))
 	}
 	return Container{
 		Role:       RoleGateway,
@@ -222,6 +226,13 @@ func agentContainer(s *Spec, creds []ResolvedCredential) Container {
 			// not an allowed destination.
 			c.Harden.Landlock.ConnectTCP = append(c.Harden.Landlock.ConnectTCP, CredentialPort)
 			noProxy = SidecarAlias + "," + GatewayAlias + ",localhost,127.0.0.1"
+		}
+		if relaysTelemetry(s) {
+			// The relay is reached directly, like the credential
+			// listener: the gateway's own name is no proxy destination.
+			c.Harden.Landlock.ConnectTCP = append(c.Harden.Landlock.ConnectTCP, RelayPort)
+			noProxy = SidecarAlias + "," + GatewayAlias + ",localhost,127.0.0.1"
+			c.Env[EnvOTLPEndpoint], c.Env[EnvOTLPProtocol] = RelayURL, "http/protobuf"
 		}
 		maps.Copy(c.Env, proxyEnv(noProxy))
 	}

@@ -49,6 +49,7 @@ func ledger(s *Spec, gw *netpolicy.Config, creds []ResolvedCredential) []Softeni
 	if held && s.Has(CapNetwork) && gw != nil && len(gw.ConnectPorts) > 0 {
 		add(keyCreds, LayerEgress, "CONNECT tunnels (ports %s) to the allowed hosts are TLS the gateway does not open: a held value the workload had learned could leave through one unsearched (answers on the credential listener are scrubbed of held values, and plain-HTTP requests carrying one are refused, so it should never learn one)", ports(gw.ConnectPorts))
 	}
+	telemetryLedger(s, add)
 	if s.Has(CapShellAccess) {
 		add(CapShellAccess, LayerSpawn, "agent may execve/execveat (the no-spawn filter is not installed)")
 	}

@@ -42,6 +42,9 @@ func Normalize(s *Spec) (js string, hash string, err error) {
 	if s.CredentialsInSandbox {
 		doc["credentials_in_sandbox"] = true
 	}
+	if s.AgentTelemetry {
+		doc["agent_telemetry"] = true
+	}
 	if len(s.MCPServers) > 0 {
 		doc["mcp_servers"] = normalizedServers(s.MCPServers)
 	}

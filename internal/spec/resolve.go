@@ -83,7 +83,7 @@ func (p *Profile) resolveGateway(s *Spec) error {
 	}
 	p.Gateway = &cfg
 	p.SquidConf = SquidConf(cfg)
-	p.addContainer(gatewayContainer(cfg, heldByGateway(p.Credentials)))
+	p.addContainer(gatewayContainer(cfg, heldByGateway(p.Credentials), relaysTelemetry(s)))
 	return nil
 }
 

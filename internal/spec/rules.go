@@ -32,6 +32,7 @@ func (w *walker) checkRules() {
 	w.checkCreds()
 	w.checkMCPServers()
 	w.checkWorkload()
+	w.checkTelemetry()
 }
 
 func (w *walker) checkCaps() {

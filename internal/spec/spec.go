@@ -17,6 +17,9 @@ type Spec struct {
 	// CredentialsInSandbox puts the real values in the agent's
 	// environment (a recorded softening) instead of the gateway's.
 	CredentialsInSandbox bool `json:"credentials_in_sandbox,omitempty"`
+	// AgentTelemetry asks the gateway to relay the agent's own
+	// OpenTelemetry to the host's collector (a recorded softening).
+	AgentTelemetry bool `json:"agent_telemetry,omitempty"`
 	// MCPServers are the [[mcp_servers]] entries, as validated; see
 	// [Spec.Servers] for the default.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`

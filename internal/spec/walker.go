@@ -22,7 +22,7 @@ const (
 )
 
 var (
-	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox, keyMCPServers}
+	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox, keyAgentTelemetry, keyMCPServers}
 	// tables are the spec's arrays of tables, as messages name them.
 	tables  = []string{keyEnv, keyCreds, keyMCPServers}
 	envKeys = []string{keyHost, keyName, keyValue}
@@ -246,6 +246,8 @@ func (w *walker) topKey(parts []string, at pos, v *unstable.Node) {
 		w.add(at, keyCreds, "write each credential as a [[credentials]] table")
 	case keyCredsInSandbox:
 		w.credsInSandbox(at, v)
+	case keyAgentTelemetry:
+		w.agentTelemetry(at, v)
 	case keyMCPServers:
 		w.add(at, keyMCPServers, "write each server as a [[mcp_servers]] table")
 	}

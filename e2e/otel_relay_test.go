@@ -1,0 +1,216 @@
+//go:build docker
+
+package e2e
+
+// The relay of an agent's own telemetry (issue 33, item 4), against a
+// loopback OTLP/HTTP receiver that decodes what it gets with the
+// protocol's published protobuf types: a workload that emits
+// OpenTelemetry spans with the SDK's OTLP/HTTP exporter (x-otlp), run
+// with agent_telemetry = true, sends them to the gateway's relay; the
+// decision log has a line for each request, the run directory keeps the
+// payloads, and the host sends them to the receiver under the run's
+// trace, beside the run's own spans. Run once more without
+// agent_telemetry: the same workload's OTLP is refused and recorded, and
+// nothing of it reaches the receiver.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// relaySpan is one span a receiver got.
+type relaySpan struct{ trace, id, parent, name string }
+
+// spanReceiver is a loopback OTLP/HTTP traces receiver keeping every span.
+type spanReceiver struct {
+	mu    sync.Mutex
+	spans []relaySpan
+}
+
+func (o *spanReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	var req coltracepb.ExportTraceServiceRequest
+	if err != nil || r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+		http.Error(w, "not an ExportTraceServiceRequest on /v1/traces", http.StatusBadRequest)
+		return
+	}
+	o.mu.Lock()
+	for _, rs := range req.ResourceSpans {
+		for _, ss := range rs.ScopeSpans {
+			for _, sp := range ss.Spans {
+				o.spans = append(o.spans, relaySpan{hex.EncodeToString(sp.TraceId), hex.EncodeToString(sp.SpanId), hex.EncodeToString(sp.ParentSpanId), sp.Name})
+			}
+		}
+	}
+	o.mu.Unlock()
+	b, _ := proto.Marshal(&coltracepb.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	w.Write(b)
+}
+
+// of is the spans of trace id.
+func (o *spanReceiver) of(id string) []relaySpan {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	var out []relaySpan
+	for _, s := range o.spans {
+		if s.trace == id {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+type relayRun struct {
+	dir, stdout, stderr string
+	err                 error
+	decisions           []map[string]any
+}
+
+// relayRunSpec runs x-otlp (3 spans, one request each) under spec,
+// exporting to the collector at otlp.
+func relayRunSpec(t *testing.T, bin, dir, spec, otlp string) relayRun {
+	t.Helper()
+	id := RandHex(6)
+	runsDir := filepath.Join(dir, "runs-"+id)
+	specFile := filepath.Join(dir, "spec-"+id+".toml")
+	if err := os.WriteFile(specFile, []byte(spec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--spec", specFile, "--runs-dir", runsDir, "--allow-old-engine", "--timeout", "90s",
+		"--x-workload-cmd", "x-otlp,--spans,3", "--otlp-endpoint", "http://"+otlp)
+	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	r := relayRun{err: cmd.Run(), stdout: out.String(), stderr: errb.String()}
+	runs, _ := filepath.Glob(filepath.Join(runsDir, "run-*"))
+	if len(runs) != 1 {
+		t.Fatalf("want one run directory in %s, got %v\nstderr:\n%s", runsDir, runs, r.stderr)
+	}
+	r.dir = runs[0]
+	f, err := os.Open(filepath.Join(r.dir, "egress-decisions.jsonl"))
+	if err != nil {
+		t.Fatalf("the run has no decision log: %v", err)
+	}
+	defer f.Close()
+	for sc := bufio.NewScanner(f); sc.Scan(); {
+		var d map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
+			t.Fatalf("decision line %q: %v", sc.Text(), err)
+		}
+		r.decisions = append(r.decisions, d)
+	}
+	return r
+}
+
+func TestAgentTelemetryRelay(t *testing.T) {
+	NeedDocker(t)
+	bin := BinaryWithTestCommands(t)
+	rcv := &spanReceiver{}
+	srv := httptest.NewServer(rcv)
+	defer srv.Close()
+	otlp := strings.TrimPrefix(srv.URL, "http://")
+	dir := t.TempDir()
+	t.Cleanup(func() { agRemoveRunImages(dir) })
+
+	t.Run("asked", func(t *testing.T) {
+		r := relayRunSpec(t, bin, dir, "schema_version = 1\ncapabilities = [\"network\"]\nagent_telemetry = true\n", otlp)
+		if !strings.Contains(r.stdout, "x-otlp: 3 spans sent") {
+			t.Fatalf("the workload did not send its spans (run: %v)\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+		}
+		relayed := 0
+		for _, d := range r.decisions {
+			if d["rule"] == "agent_telemetry relay" && d["decision"] == "allow" && d["path"] == "/v1/traces" && d["port"] == float64(4318) {
+				relayed++
+			}
+		}
+		if relayed != 3 {
+			t.Errorf("%d relay decision lines, want 3 (one per request):\n%v", relayed, r.decisions)
+		}
+		spool, err := os.ReadFile(filepath.Join(r.dir, "agent-telemetry.jsonl"))
+		if err != nil || strings.Count(string(spool), "\n") != 3 {
+			t.Errorf("agent-telemetry.jsonl: %v, %d lines, want 3", err, strings.Count(string(spool), "\n"))
+		}
+		if !strings.Contains(r.stderr, "sent the agent's own telemetry: 3 requests (3 items)") {
+			t.Errorf("the host did not say it sent the relayed telemetry:\n%s", r.stderr)
+		}
+		m := exportedTrace.FindStringSubmatch(r.stderr)
+		if m == nil {
+			t.Fatalf("the run did not say it exported:\n%s", r.stderr)
+		}
+		// The run's spans and the workload's three, in one trace, the
+		// workload's under the run's root span.
+		spans := rcv.of(m[1])
+		byID := map[string]relaySpan{}
+		for _, sp := range spans {
+			byID[sp.id] = sp
+		}
+		steps := 0
+		for _, sp := range spans {
+			if p, ok := byID[sp.parent]; ok && strings.HasPrefix(sp.name, "agent step ") && strings.HasPrefix(p.name, "mcpsidecar run") && p.parent == "" {
+				steps++
+			}
+		}
+		if steps != 3 {
+			t.Errorf("%d of the workload's spans under the run's span at the receiver, want 3: %v", steps, spans)
+		}
+		t.Logf("trace %s: %d spans received; the run's exit: %v", m[1], len(spans), r.err)
+	})
+
+	t.Run("not asked", func(t *testing.T) {
+		spec := "schema_version = 1\ncapabilities = [\"network\"]\n\n[[environment_variables]]\nname = \"OTEL_EXPORTER_OTLP_ENDPOINT\"\nvalue = \"http://egress-gateway:4318\"\n"
+		r := relayRunSpec(t, bin, dir, spec, otlp)
+		if strings.Contains(r.stdout, "spans sent") {
+			t.Errorf("the workload's export succeeded without agent_telemetry:\n%s", r.stdout)
+		}
+		refused := 0
+		for _, d := range r.decisions {
+			if d["decision"] == "deny" && d["host"] == "egress-gateway" && d["port"] == float64(4318) && d["method"] == "POST" && d["reason"] != "" {
+				refused++
+				t.Logf("refused: %v", d["reason"])
+			}
+			if d["rule"] == "agent_telemetry relay" {
+				t.Errorf("a relay line without agent_telemetry: %v", d)
+			}
+		}
+		if refused == 0 {
+			t.Errorf("the workload's OTLP has no refusal in the decision log:\n%v", r.decisions)
+		}
+		if _, err := os.Stat(filepath.Join(r.dir, "agent-telemetry.jsonl")); err == nil {
+			t.Error("agent-telemetry.jsonl exists without agent_telemetry")
+		}
+		m := exportedTrace.FindStringSubmatch(r.stderr)
+		if m == nil {
+			t.Fatalf("the run did not say it exported:\n%s", r.stderr)
+		}
+		spans := rcv.of(m[1])
+		if len(spans) == 0 {
+			t.Errorf("the run's own trace %s never reached the receiver", m[1])
+		}
+		rcv.mu.Lock()
+		defer rcv.mu.Unlock()
+		for _, sp := range rcv.spans {
+			if strings.HasPrefix(sp.name, "agent step ") && sp.trace == m[1] {
+				t.Errorf("the workload's span %q reached the receiver", sp.name)
+			}
+		}
+	})
+}

@@ -1,0 +1,194 @@
+package otelexport
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/egress"
+	"github.com/mcpsidecar/mcpsidecar/internal/otlpwire"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+)
+
+const (
+	spoolTraces  = `{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"plan"},{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203332","parentSpanId":"b7ad6b7169203331","name":"act"}]}]}]}`
+	spoolMetrics = `{"resourceMetrics":[{"scopeMetrics":[{"metrics":[{"name":"tokens","sum":{"dataPoints":[{"asInt":"7"}]}}]}]}]}`
+	spoolLogs    = `{"resourceLogs":[{"scopeLogs":[{"logRecords":[{"body":{"stringValue":"thinking"}}]}]}]}`
+)
+
+// writeSpool writes a run directory whose gateway relayed lines.
+func writeSpool(t *testing.T, lines ...string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, runs.FileAgentTelemetry), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func spoolLine(sig otlpwire.Signal, otlp string) string {
+	b, _ := json.Marshal(egress.RelayLine{Time: time.Now(), Signal: sig, OTLP: json.RawMessage(otlp)})
+	return string(b)
+}
+
+// collector is a loopback OTLP/HTTP receiver decoding what it gets.
+type collector struct {
+	mu      sync.Mutex
+	got     map[string]proto.Message
+	headers http.Header
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	sig, ok := otlpwire.SignalOf(r.URL.Path)
+	if !ok || r.Header.Get("Content-Type") != otlpwire.ContentProtobuf {
+		http.Error(w, "not OTLP/HTTP protobuf", http.StatusBadRequest)
+		return
+	}
+	m, err := otlpwire.Decode(sig, body, false)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	c.got[string(sig)], c.headers = m, r.Header.Clone()
+	c.mu.Unlock()
+	b, _ := proto.Marshal(otlpwire.NewResponse(sig))
+	w.Header().Set("Content-Type", otlpwire.ContentProtobuf)
+	w.Write(b)
+}
+
+// TestForwardAgentTelemetry: every relayed request reaches a collector,
+// ids as the workload made them, with the OTLP headers the host set; a
+// malformed line is reported by number and the rest still go.
+func TestForwardAgentTelemetry(t *testing.T) {
+	c := &collector{got: map[string]proto.Message{}}
+	srv := httptest.NewServer(c)
+	defer srv.Close()
+	dir := writeSpool(t, spoolLine(otlpwire.Traces, spoolTraces), `{"signal":"traces","otlp":{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"nothex"}]}]}]}}`,
+		spoolLine(otlpwire.Metrics, spoolMetrics), spoolLine(otlpwire.Logs, spoolLogs))
+	env := map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-team=blue%20one"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := ForwardAgentTelemetry(ctx, dir, Target{Endpoint: srv.URL}, func(k string) string { return env[k] })
+	if err == nil || !strings.Contains(err.Error(), runs.FileAgentTelemetry+" line 2:") {
+		t.Errorf("error %v, want one naming line 2", err)
+	}
+	if st.Requests != 4 || st.Sent != 3 || st.Items != 4 {
+		t.Errorf("stats %+v, want 4 requests, 3 sent, 4 items", st)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	tr, _ := c.got["traces"].(*coltrace.ExportTraceServiceRequest)
+	if tr == nil || fmt.Sprintf("%x", tr.ResourceSpans[0].ScopeSpans[0].Spans[1].ParentSpanId) != "b7ad6b7169203331" {
+		t.Errorf("traces as received: %v", tr)
+	}
+	if _, ok := c.got["metrics"].(*colmetrics.ExportMetricsServiceRequest); !ok {
+		t.Error("no metrics received")
+	}
+	if _, ok := c.got["logs"].(*collogs.ExportLogsServiceRequest); !ok {
+		t.Error("no logs received")
+	}
+	if c.headers.Get("X-Team") != "blue one" {
+		t.Errorf("header X-Team %q, want the host's OTEL_EXPORTER_OTLP_HEADERS value", c.headers.Get("X-Team"))
+	}
+}
+
+// TestForwardCollectorDownOrSilent: a collector that is not there, or
+// that takes the connection and never answers, costs at most the bound
+// the caller gives, and is an error, never a hang.
+func TestForwardCollectorDownOrSilent(t *testing.T) {
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var held []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	defer func() {
+		silent.Close()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	down, _ := net.Listen("tcp", "127.0.0.1:0")
+	downAddr := down.Addr().String()
+	down.Close()
+	dir := writeSpool(t, spoolLine(otlpwire.Traces, spoolTraces), spoolLine(otlpwire.Metrics, spoolMetrics))
+	for name, addr := range map[string]string{"down": downAddr, "silent": silent.Addr().String()} {
+		t.Run(name, func(t *testing.T) {
+			const bound = 700 * time.Millisecond
+			ctx, cancel := context.WithTimeout(context.Background(), bound)
+			defer cancel()
+			start := time.Now()
+			st, err := ForwardAgentTelemetry(ctx, dir, Target{Endpoint: "http://" + addr}, func(string) string { return "" })
+			took := time.Since(start)
+			if err == nil || st.Sent != 0 {
+				t.Errorf("sent %d with no error to a collector %s", st.Sent, name)
+			}
+			if took > bound+500*time.Millisecond {
+				t.Errorf("took %v with a bound of %v", took, bound)
+			}
+		})
+	}
+}
+
+// TestForwardNoSpool: a run that relayed nothing sends nothing.
+func TestForwardNoSpool(t *testing.T) {
+	st, err := ForwardAgentTelemetry(context.Background(), t.TempDir(), Target{Endpoint: "http://127.0.0.1:1"}, func(string) string { return "" })
+	if err != nil || st.Requests != 0 {
+		t.Errorf("got %+v, %v; want nothing", st, err)
+	}
+}
+
+// TestRunTraceParent: the traceparent given to the agent names the
+// trace and the run span that [Export] sends.
+func TestRunTraceParent(t *testing.T) {
+	tl := basicRun(t)
+	exp := keep{tracetest.NewInMemoryExporter()}
+	st, err := Export(context.Background(), tl, exp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := RunTraceParent(tl.RunID)
+	root := ""
+	for _, s := range exp.GetSpans() {
+		if !s.Parent.IsValid() {
+			root = s.SpanContext.SpanID().String()
+		}
+	}
+	if want := "00-" + st.TraceID + "-" + root + "-01"; tp != want {
+		t.Errorf("RunTraceParent %q, want %q", tp, want)
+	}
+}
