@@ -94,7 +94,7 @@ cross:
 # a file the way Go 1.26's os.RemoveAll does on Windows ("unlinkat ...:
 # Invalid function"), and the spec's golden error messages name paths
 # with '/' (docs/platforms.md).
-WINE_PACKAGES ?= ./internal/termtext/ ./internal/redact/ ./internal/enginever/
+WINE_PACKAGES ?= ./internal/termtext/ ./internal/redact/ ./internal/enginever/ ./internal/hostca/
 WINE_PENDING := ./internal/runs/ ./internal/spec/ ./internal/spectrust/ ./internal/dockerx/ \
 	./internal/orchestrate/ ./internal/timeline/ ./internal/progress/ ./internal/verdict/ \
 	./internal/netpolicy/ ./internal/mcppin/ ./internal/cli/

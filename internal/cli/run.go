@@ -27,7 +27,7 @@ const exitInterrupted = exitcode.Interrupted
 // (internal/sandbox owns them).
 const (
 	envAllowOldEngine = sandbox.EnvAllowOldEngine // "1": accept an engine older than 26
-	envCABundle       = sandbox.EnvCABundle       // default /etc/ssl/certs/ca-certificates.crt
+	envCABundle       = sandbox.EnvCABundle       // default: the host's store (hostca)
 	envExtraLabels    = sandbox.EnvExtraLabels    // "k=v,k=v" added to every resource (tests)
 	envSubnetPool     = sandbox.EnvSubnetPool     // the private IPv4 range the runs' networks come from
 )
@@ -225,7 +225,8 @@ OpenAI-compatible /v1 endpoint; its host, with the port when not 80/443, must be
 in allowed_domains or allowed_ip_addresses), OPENAI_MODEL, DOCKER_HOST,
 ` + envAllowOldEngine + `, ` + envTrustSpec + `, and
 ` + envCABundle + `: the PEM bundle of CA certificates the sandbox trusts
-(default /etc/ssl/certs/ca-certificates.crt). Set it behind a TLS-inspecting
+(default: the host's, /etc/ssl/certs/ca-certificates.crt on Linux, /etc/ssl/cert.pem
+on macOS, the ROOT certificate store on Windows). Set it behind a TLS-inspecting
 corporate proxy, or for a model or MCP server signed by a private CA, when an
 error says "certificate signed by unknown authority".`,
 		Args: cobra.ArbitraryArgs, // the workload's command, after --

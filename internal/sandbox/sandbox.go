@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/enginever"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/hostca"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -43,7 +44,7 @@ const maxCapture = 16 << 20
 const (
 	EnvAllowOldEngine = "MCPSIDECAR_ALLOW_OLD_ENGINE" // "1": accept an engine older than 26 (read by cli for the flag's default)
 	EnvImageBinary    = "MCPSIDECAR_IMAGE_BINARY"     // the binary to put in the image (default: this one)
-	EnvCABundle       = agent.EnvCABundle             // default /etc/ssl/certs/ca-certificates.crt
+	EnvCABundle       = agent.EnvCABundle             // default: this host's store (hostca.System)
 	EnvImageMethod    = "MCPSIDECAR_IMAGE_METHOD"     // "import": skip the classic builder
 	EnvExtraLabels    = "MCPSIDECAR_LABELS"           // "k=v,k=v" added to every resource (tests)
 	EnvSubnetPool     = "MCPSIDECAR_SUBNET_POOL"      // the private IPv4 range the runs' networks come from (read by cli)
@@ -393,20 +394,15 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 	if err != nil {
 		return dockerx.ImageFiles{}, fmt.Errorf("reading the binary for the image: %w", err)
 	}
-	caPath := j.getenv(EnvCABundle)
-	if caPath == "" {
-		caPath = "/etc/ssl/certs/ca-certificates.crt"
-	}
-	ca, err := os.ReadFile(caPath)
+	ca, err := hostca.Load(j.getenv(EnvCABundle)) // unset: this host's store (Windows has no CA file)
 	if err != nil {
-		return dockerx.ImageFiles{}, exitcode.WithHint(exitcode.Unavailable, fmt.Errorf("reading CA certificates: %w", err),
-			"install ca-certificates or point "+EnvCABundle+" at a PEM bundle")
+		return dockerx.ImageFiles{}, exitcode.WithHint(exitcode.Unavailable, err, hostca.Hint)
 	}
 	labels := map[string]string{orchestrate.LabelApp: "image"}
 	for k, v := range j.labels {
 		labels[k] = v
 	}
-	img, err := orchestrate.NewImage(orchestrate.ImageSource{Binary: bin, CACerts: ca}, labels)
+	img, err := orchestrate.NewImage(orchestrate.ImageSource{Binary: bin, CACerts: ca.PEM}, labels)
 	if err != nil {
 		return img, exitcode.WithHint(exitcode.Unavailable, err, "build with: make build (CGO_ENABLED=0), or set "+EnvImageBinary)
 	}
