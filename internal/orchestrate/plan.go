@@ -10,7 +10,6 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
-	"github.com/mcpsidecar/mcpsidecar/internal/otelexport"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -38,6 +37,10 @@ type Input struct {
 	// harness has prepared its network namespace (engines older than 25
 	// give such containers a default route, which the harness removes).
 	HoldInternal bool
+	// TraceParent is the run span's trace context (W3C traceparent,
+	// otelexport.RunTraceParent), given to the agent when the spec relays
+	// its telemetry.
+	TraceParent string
 	// HoldIsolated also holds a container with no network at all (the
 	// engine-only path: its outside observation must begin before it
 	// runs, or a short workload ends unseen).
@@ -364,10 +367,10 @@ func (in Input) env(role string, c spec.Container) []dockerx.EnvVar {
 		byName[k] = dockerx.EnvVar{Name: k, Value: v}
 	}
 	byName[EnvRunID] = dockerx.EnvVar{Name: EnvRunID, Value: in.RunID}
-	if role == RoleAgent && in.Profile.RelaysTelemetry() {
+	if role == RoleAgent && in.Profile.RelaysTelemetry() && in.TraceParent != "" {
 		// The run's trace context, so the workload's own spans, relayed
 		// by the gateway, join the run's trace (issue 33).
-		byName[spec.EnvTraceParent] = dockerx.EnvVar{Name: spec.EnvTraceParent, Value: otelexport.RunTraceParent(in.RunID)}
+		byName[spec.EnvTraceParent] = dockerx.EnvVar{Name: spec.EnvTraceParent, Value: in.TraceParent}
 	}
 	for _, e := range in.Env[role] {
 		byName[e.Name] = e

@@ -15,7 +15,9 @@ func TestAgentTraceParent(t *testing.T) {
 	for _, relay := range []bool{true, false} {
 		s := specWith(spec.CapNetwork)
 		s.AgentTelemetry = relay
-		p, err := NewPlan(input(t, s, WorkloadAgent))
+		in := input(t, s, WorkloadAgent)
+		in.TraceParent = otelexport.RunTraceParent(in.RunID)
+		p, err := NewPlan(in)
 		if err != nil {
 			t.Fatal(err)
 		}
