@@ -22,6 +22,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +151,8 @@ type agSetup struct {
 	interruptWhen func(r agResult) bool
 	// env is added to the run's environment.
 	env []string
+	// sys, when set, runs mcpsidecar as another user (rootless_test.go).
+	sys *syscall.SysProcAttr
 }
 
 func agPrepare(t *testing.T) agSetup {
@@ -212,6 +215,7 @@ allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+r.id,
 	)
 	cmd.Env = append(cmd.Env, s.env...)
+	cmd.SysProcAttr = s.sys
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t.Cleanup(func() { agRemoveLeftovers(r.id, fx) })

@@ -272,6 +272,9 @@ func (j *job) preflight(ctx context.Context) error {
 	if err := j.checkLocality(ctx); err != nil {
 		return err
 	}
+	if err := j.checkEngineInfo(ctx, v); err != nil { // engineinfo.go
+		return err
+	}
 	if err := j.checkHost(); err != nil {
 		return err
 	}
@@ -405,6 +408,9 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 	bin, err := os.ReadFile(binPath)
 	if err != nil {
 		return dockerx.ImageFiles{}, fmt.Errorf("reading the binary for the image: %w", err)
+	}
+	if err := j.checkImageBinary(bin, binPath); err != nil { // engineinfo.go
+		return dockerx.ImageFiles{}, err
 	}
 	caPath := j.getenv(EnvCABundle)
 	if caPath == "" {

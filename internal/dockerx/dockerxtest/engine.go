@@ -36,6 +36,12 @@ type Engine struct {
 	VersionString string // Version's answer; "" is 27.0.0
 	Podman        bool   // Version says the API is Podman's
 	VersionErr    error
+	// Arch is Version's Arch ("" is amd64); InfoAnswer is Info's answer
+	// when set (nil: an amd64 rootful engine that enforces every limit),
+	// InfoErr its error.
+	Arch       string
+	InfoAnswer *dockerx.EngineInfo
+	InfoErr    error
 	Images        map[string]bool
 	ImageVolumes  map[string][]string // InspectImage's Volumes, by reference
 	BuildErr      error
@@ -193,7 +199,19 @@ func (f *Engine) Version(context.Context) (dockerx.EngineVersion, error) {
 	if v == "" {
 		v = "27.0.0"
 	}
-	return dockerx.EngineVersion{Version: v, APIVersion: "1.47", Podman: f.Podman}, f.VersionErr
+	arch := f.Arch
+	if arch == "" {
+		arch = "amd64"
+	}
+	return dockerx.EngineVersion{Version: v, APIVersion: "1.47", Podman: f.Podman, Arch: arch, OS: "linux"}, f.VersionErr
+}
+
+func (f *Engine) Info(context.Context) (dockerx.EngineInfo, error) {
+	if f.InfoAnswer != nil {
+		return *f.InfoAnswer, f.InfoErr
+	}
+	return dockerx.EngineInfo{Architecture: "x86_64", OSType: "linux", SecurityOptions: []string{"name=seccomp,profile=builtin"},
+		CgroupDriver: "systemd", CgroupVersion: "2", MemoryLimit: true, PidsLimit: true, CPULimit: true}, f.InfoErr
 }
 
 func (f *Engine) InspectImage(_ context.Context, ref string) (dockerx.ImageInfo, bool, error) {
