@@ -109,7 +109,6 @@ func (j *job) checkLimits(info dockerx.EngineInfo) error {
 	return nil
 }
 
-
 // checkImageBinary refuses a binary the engine's machine cannot run (a
 // Windows or macOS build, or another architecture's) before an image is
 // made of it. path names it in the message.

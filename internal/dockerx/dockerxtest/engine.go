@@ -39,18 +39,18 @@ type Engine struct {
 	// Arch is Version's Arch ("" is amd64); InfoAnswer is Info's answer
 	// when set (nil: an amd64 rootful engine that enforces every limit),
 	// InfoErr its error.
-	Arch       string
-	InfoAnswer *dockerx.EngineInfo
-	InfoErr    error
-	Images        map[string]bool
-	ImageVolumes  map[string][]string // InspectImage's Volumes, by reference
-	BuildErr      error
-	ImportErr     error
-	CreateErr     map[string]error // CreateContainer fails, by container name
-	StartErr      map[string]error // StartContainer fails, by container id
-	IP            string           // each container's address on "internal"
-	Stopped       bool             // InspectContainer reports not running
-	ExitOnStart   map[string]int   // containers (by id) that exit at once, with this code
+	Arch         string
+	InfoAnswer   *dockerx.EngineInfo
+	InfoErr      error
+	Images       map[string]bool
+	ImageVolumes map[string][]string // InspectImage's Volumes, by reference
+	BuildErr     error
+	ImportErr    error
+	CreateErr    map[string]error // CreateContainer fails, by container name
+	StartErr     map[string]error // StartContainer fails, by container id
+	IP           string           // each container's address on "internal"
+	Stopped      bool             // InspectContainer reports not running
+	ExitOnStart  map[string]int   // containers (by id) that exit at once, with this code
 	// Ignores lists the signals a container (by id) survives, e.g.
 	// {"id-gw": {"TERM"}} for a role that does not exit on SIGTERM: the
 	// kill is recorded and accepted, and the container keeps running.
