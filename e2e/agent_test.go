@@ -14,6 +14,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -153,6 +154,9 @@ type agSetup struct {
 	env []string
 	// sys, when set, runs mcpsidecar as another user (rootless_test.go).
 	sys *syscall.SysProcAttr
+	// leaveOn is the role whose end disconnects the fixtures ("":
+	// the agent's; agWatchLeaving).
+	leaveOn string
 }
 
 func agPrepare(t *testing.T) agSetup {
@@ -194,7 +198,7 @@ func (s agSetup) runWith(t *testing.T, behaviour string, extra ...string) agResu
 	r := agResult{id: RandHex(6)}
 	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
 	fx := agStartFixturesWith(t, r.id, s.image, s.key, behaviour, s.modelTLS, s.modelArgs...)
-	r.w = agWatch(t, r.id, fx)
+	r.w = agWatchLeaving(t, r.id, fx, cmp.Or(s.leaveOn, "agent"))
 	specFile := filepath.Join(s.dir, "sandbox_spec.toml")
 	agWrite(t, specFile, `schema_version = 1
 capabilities = ["network", "mcp_client", "openai_agents"]

@@ -53,8 +53,20 @@ const UserName = "mcpsidecar-rootless"
 // subStart and subCount are the user's sub-uid and sub-gid range.
 const subStart, subCount = 231072, 65536
 
-// script is Debian docker.io's rootless launcher.
-const script = "/usr/share/docker.io/contrib/dockerd-rootless.sh"
+// debianScript is Debian docker.io's rootless launcher (Docker's
+// docker-ce-rootless-extras puts dockerd-rootless.sh on PATH instead).
+const debianScript = "/usr/share/docker.io/contrib/dockerd-rootless.sh"
+
+// launcher finds dockerd-rootless.sh.
+func launcher() (string, error) {
+	if p, err := exec.LookPath("dockerd-rootless.sh"); err == nil {
+		return p, nil
+	}
+	if _, err := os.Stat(debianScript); err != nil {
+		return "", fmt.Errorf("no dockerd-rootless.sh on PATH and %w: install Debian's docker.io (or Docker's docker-ce-rootless-extras)", err)
+	}
+	return debianScript, nil
+}
 
 // Engine is a running rootless engine.
 type Engine struct {
@@ -71,6 +83,7 @@ type Engine struct {
 	// Log is the daemon's output (rootlesskit, dockerd, containerd).
 	Log *bytes.Buffer
 
+	script  string // dockerd-rootless.sh
 	cmd     *exec.Cmd
 	exited  chan error // the daemon's end, once it answered
 	tunMode fs.FileMode
@@ -88,10 +101,11 @@ func Start(t testing.TB) *Engine {
 			t.Fatalf("rootlesshost: %s not found: install Debian's rootlesskit, uidmap, slirp4netns and docker.io (apt-get install rootlesskit uidmap slirp4netns docker.io)", bin)
 		}
 	}
-	if _, err := os.Stat(script); err != nil {
-		t.Fatalf("rootlesshost: %v: Debian's docker.io ships it", err)
+	script, err := launcher()
+	if err != nil {
+		t.Fatalf("rootlesshost: %v", err)
 	}
-	e := &Engine{Log: &bytes.Buffer{}}
+	e := &Engine{Log: &bytes.Buffer{}, script: script}
 	e.User = ensureUser(t)
 	e.UID, _ = strconv.Atoi(e.User.Uid)
 	e.GID, _ = strconv.Atoi(e.User.Gid)
@@ -180,15 +194,14 @@ func (e *Engine) openTun(t testing.TB) {
 // start runs dockerd-rootless.sh as the user and waits for /_ping.
 func (e *Engine) start(t testing.TB) {
 	t.Helper()
-	e.cmd = exec.Command("sh", script, "--data-root", e.DataRoot)
+	e.cmd = exec.Command("sh", e.script, "--data-root", e.DataRoot)
 	e.cmd.Dir = e.User.HomeDir
 	e.cmd.Env = append([]string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "USER=" + UserName}, e.Env...)
-	e.cmd.Env = e.cmd.Env[:len(e.cmd.Env):len(e.cmd.Env)]
 	e.cmd.Stdout, e.cmd.Stderr = e.Log, e.Log
 	e.cmd.SysProcAttr = e.Credential()
 	e.cmd.SysProcAttr.Setpgid = true
 	if err := e.cmd.Start(); err != nil {
-		t.Fatalf("rootlesshost: starting %s: %v", script, err)
+		t.Fatalf("rootlesshost: starting %s: %v", e.script, err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- e.cmd.Wait() }()

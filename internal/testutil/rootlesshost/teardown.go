@@ -20,8 +20,15 @@ func (e *Engine) teardown(t testing.TB) {
 		e.removeObjects(t)
 		e.stop(t)
 	}
+	// rootlesskit's end is not its children's: containerd and
+	// slirp4netns may take a moment more to exit.
+	for end := time.Now().Add(10 * time.Second); len(userPids(e.UID)) > 0 && time.Now().Before(end); {
+		time.Sleep(100 * time.Millisecond)
+	}
 	for _, pid := range userPids(e.UID) {
-		t.Errorf("rootlesshost: process %d of %s still there after the engine stopped: killed", pid, UserName)
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+		t.Errorf("rootlesshost: process %d of %s (%s) still there after the engine stopped: killed", pid, UserName,
+			strings.ReplaceAll(strings.TrimRight(string(cmdline), "\x00"), "\x00", " "))
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	for _, dir := range []string{e.DataRoot, e.Runtime} {
