@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package rootlesshost gives a test a rootless Docker engine: a dockerd
 // run by a dedicated non-root user (mcpsidecar-rootless) through Debian's
 // dockerd-rootless.sh, in rootlesskit's user, mount and network
