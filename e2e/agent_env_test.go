@@ -190,14 +190,16 @@ func agModelArgs(key, behaviour string, modelTLS bool) []string {
 // gateway paused if it starts before they are connected, and disconnects
 // them when the agent ends, so the harness can remove the network.
 type agWatcher struct {
-	id     string
-	fx     agFixtures
-	cmd    *exec.Cmd
-	done   chan struct{}
-	ready  chan struct{}
-	mu     sync.Mutex
-	egress string
-	joined time.Time // when both fixtures were connected
+	id string
+	fx agFixtures
+	// leaveOn is the role whose end disconnects the fixtures ("agent").
+	leaveOn string
+	cmd     *exec.Cmd
+	done    chan struct{}
+	ready   chan struct{}
+	mu      sync.Mutex
+	egress  string
+	joined  time.Time // when both fixtures were connected
 	// held: by role (gateway, sidecar), the service was kept from becoming
 	// ready until the fixtures were connected (joined before it ran, or
 	// paused until then).
@@ -222,7 +224,14 @@ type agEvent struct {
 
 func agWatch(t *testing.T, id string, fx agFixtures) *agWatcher {
 	t.Helper()
-	w := &agWatcher{id: id, fx: fx, done: make(chan struct{}), ready: make(chan struct{}), starts: map[string]time.Time{}, held: map[string]bool{}}
+	return agWatchLeaving(t, id, fx, "agent")
+}
+
+// agWatchLeaving is agWatch with the fixtures disconnected when the
+// container of role leaveOn ends instead of the agent's.
+func agWatchLeaving(t *testing.T, id string, fx agFixtures, leaveOn string) *agWatcher {
+	t.Helper()
+	w := &agWatcher{id: id, fx: fx, leaveOn: leaveOn, done: make(chan struct{}), ready: make(chan struct{}), starts: map[string]time.Time{}, held: map[string]bool{}}
 	w.cmd = exec.Command("docker", "events", "--format", "{{json .}}", "--filter", "type=network", "--filter", "type=container")
 	out, err := w.cmd.StdoutPipe()
 	if err != nil {
@@ -275,7 +284,7 @@ func (w *agWatcher) loop(sc *bufio.Scanner) {
 				w.wg.Add(1)
 				go func() { defer w.wg.Done(); w.samplePeak(ev.Actor.ID) }()
 			}
-		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "die" && attrs["mcpsidecar.role"] == "agent":
+		case ev.Type == "container" && attrs["mcpsidecar.e2e"] == w.id && ev.Action == "die" && attrs["mcpsidecar.role"] == w.leaveOn:
 			w.wg.Add(1)
 			go func() { defer w.wg.Done(); w.leave() }()
 		}

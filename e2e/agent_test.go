@@ -14,6 +14,7 @@ package e2e
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -150,6 +152,11 @@ type agSetup struct {
 	interruptWhen func(r agResult) bool
 	// env is added to the run's environment.
 	env []string
+	// sys, when set, runs mcpsidecar as another user (rootless_test.go).
+	sys *syscall.SysProcAttr
+	// leaveOn is the role whose end disconnects the fixtures ("":
+	// the agent's; agWatchLeaving).
+	leaveOn string
 }
 
 func agPrepare(t *testing.T) agSetup {
@@ -191,7 +198,7 @@ func (s agSetup) runWith(t *testing.T, behaviour string, extra ...string) agResu
 	r := agResult{id: RandHex(6)}
 	r.runsDir = filepath.Join(s.dir, "runs-"+r.id)
 	fx := agStartFixturesWith(t, r.id, s.image, s.key, behaviour, s.modelTLS, s.modelArgs...)
-	r.w = agWatch(t, r.id, fx)
+	r.w = agWatchLeaving(t, r.id, fx, cmp.Or(s.leaveOn, "agent"))
 	specFile := filepath.Join(s.dir, "sandbox_spec.toml")
 	agWrite(t, specFile, `schema_version = 1
 capabilities = ["network", "mcp_client", "openai_agents"]
@@ -212,6 +219,7 @@ allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+r.id,
 	)
 	cmd.Env = append(cmd.Env, s.env...)
+	cmd.SysProcAttr = s.sys
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	t.Cleanup(func() { agRemoveLeftovers(r.id, fx) })

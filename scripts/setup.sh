@@ -23,7 +23,20 @@ image=1
 
 packages=(squid chromium ca-certificates make gcc libc6-dev debootstrap python3
   containerd runc iptables iproute2 openssl jq strace openssh-client openssh-server
-  zip wine wine64 gcc-mingw-w64-x86-64-win32)  # zip: make dist; make wine-unit: Windows unit tests under wine
+  zip wine wine64 gcc-mingw-w64-x86-64-win32  # zip: make dist; make wine-unit: Windows unit tests under wine
+  rootlesskit uidmap slirp4netns)  # e2e/rootless_test.go: a rootless engine run by a user
+
+# The rootless engine's launcher: Debian's docker.io ships
+# dockerd-rootless.sh (Docker's own docker-ce-rootless-extras puts it on
+# PATH); a machine with neither gets docker.io, unless its engine is
+# Docker's docker-ce, which conflicts with it.
+if [[ ! -e /usr/share/docker.io/contrib/dockerd-rootless.sh ]] && ! command -v dockerd-rootless.sh >/dev/null; then
+  if dpkg-query -W -f='${Status}' docker-ce 2>/dev/null | grep -q 'install ok installed'; then
+    echo "setup: no dockerd-rootless.sh for the rootless tests: install Docker's docker-ce-rootless-extras" >&2
+    exit 1
+  fi
+  packages+=(docker.io)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

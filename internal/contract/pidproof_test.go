@@ -38,6 +38,10 @@ var procByPidLeft = map[string]string{
 	// The benchmarks' helper reads the harness processes it started on
 	// the host, never a container's.
 	"scripts/internal/benchkit/benchkit.go": "benchmarks, processes they started",
+	// The rootless engine's test harness finds the processes of the
+	// engine's user it started (rootlesskit and its children) on the
+	// host at teardown, never a container's.
+	"internal/testutil/rootlesshost/teardown.go": "the rootless test engine's own processes",
 }
 
 // procByPid is a literal that starts a /proc/<pid>/ path: a format with

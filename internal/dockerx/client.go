@@ -27,6 +27,10 @@ type Client struct {
 
 	localOnce sync.Once
 	local     Locality
+
+	infoMu sync.Mutex
+	info   *EngineInfo // the engine's /info, once asked (engineinfo.go)
+	kernel string      // its KernelVersion
 }
 
 var _ Engine = (*Client)(nil)
@@ -85,15 +89,14 @@ func (c *Client) Locality(ctx context.Context) Locality {
 // sameKernel keeps l local only when the daemon reports the kernel this
 // host runs.
 func (c *Client) sameKernel(ctx context.Context, l Locality) Locality {
-	res, err := c.api.Info(ctx, client.InfoOptions{})
-	if err != nil {
+	if _, err := c.Info(ctx); err != nil {
 		return Locality{Reason: fmt.Sprintf("asking the engine for its kernel: %v", err)}
 	}
 	here, err := kernelRelease()
 	if err != nil {
 		return Locality{Reason: err.Error()}
 	}
-	if got := res.Info.KernelVersion; got != here {
+	if got := c.kernel; got != here {
 		return Locality{Reason: fmt.Sprintf("the engine runs kernel %q, this host %q", got, here)}
 	}
 	l.Reason += ", on this host's kernel " + here
@@ -118,7 +121,7 @@ func (c *Client) Version(ctx context.Context) (EngineVersion, error) {
 	if err != nil {
 		return EngineVersion{}, fmt.Errorf("asking the docker daemon for its version: %w", err)
 	}
-	ev := EngineVersion{Version: v.Version, APIVersion: v.APIVersion}
+	ev := EngineVersion{Version: v.Version, APIVersion: v.APIVersion, Arch: v.Arch, OS: v.Os}
 	for _, c := range v.Components {
 		if strings.Contains(strings.ToLower(c.Name), "podman") {
 			ev.Podman = true

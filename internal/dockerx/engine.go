@@ -9,6 +9,9 @@ import (
 // implements it against a real daemon; tests substitute a fake.
 type Engine interface {
 	Version(ctx context.Context) (EngineVersion, error)
+	// Info is the engine's machine and mode: architecture, rootless,
+	// which resource limits it can enforce (engineinfo.go).
+	Info(ctx context.Context) (EngineInfo, error)
 
 	InspectImage(ctx context.Context, ref string) (ImageInfo, bool, error)
 	// BuildImage runs the classic builder (no BuildKit session needed).

@@ -45,6 +45,10 @@ type EngineVersion struct {
 	// Podman is set when the API is Podman's Docker-compatible one
 	// (a component named Podman Engine): Version is then Podman's own.
 	Podman bool `json:"podman,omitempty"`
+	// Arch and OS are the engine's machine and system in Go's names
+	// ("amd64", "linux"): the role binary must be built for them.
+	Arch string `json:"arch,omitempty"`
+	OS   string `json:"os,omitempty"`
 }
 
 // ImageInfo describes an image present on the engine.

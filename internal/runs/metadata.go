@@ -86,6 +86,17 @@ type Engine struct {
 	// that stopped before, or a record older than the field).
 	Local    bool   `json:"local,omitempty"`
 	Locality string `json:"locality,omitempty"`
+	// OS and Arch are the engine's system and machine in Go's names
+	// (its /version): the image's binary is checked against them.
+	// Machine is the machine as its /info reports it ("x86_64").
+	OS      string `json:"os,omitempty"`
+	Arch    string `json:"arch,omitempty"`
+	Machine string `json:"machine,omitempty"`
+	// Rootless is set for rootless Docker (its /info's security options
+	// carry name=rootless); CgroupDriver is its cgroup driver ("none":
+	// no resource limit is enforced).
+	Rootless     bool   `json:"rootless,omitempty"`
+	CgroupDriver string `json:"cgroup_driver,omitempty"`
 }
 
 // Gateway says which engine served as the egress gateway: "ours"

@@ -59,7 +59,15 @@ type dockerBackend struct{}
 
 func (dockerBackend) Name() string { return "docker" }
 
-func (dockerBackend) Preflight(ctx context.Context, r *Job) error { return r.j.checkLocality(ctx) }
+// Preflight decides whether the engine's processes are this host's, then
+// reads its machine and mode (engineinfo.go): rootless, the limits it can
+// enforce, the architecture the image's binary must be built for.
+func (dockerBackend) Preflight(ctx context.Context, r *Job) error {
+	if err := r.j.checkLocality(ctx); err != nil {
+		return err
+	}
+	return r.j.checkEngineInfo(ctx, r.j.version)
+}
 
 // input chooses where the output goes (outputvolume.go, wantVolumes):
 // in engine volumes, the roles are held at start until their outside

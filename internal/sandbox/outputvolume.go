@@ -63,8 +63,8 @@ type outputVolumes struct {
 
 // wantVolumes reports whether the output goes to engine volumes, as
 // EnvOutput says or, unset, because the host cannot make a bind noexec
-// here: an engine that is not on this host, or a host process without
-// CAP_SYS_ADMIN.
+// here: an engine that is not on this host, a rootless engine (its mounts
+// are in rootlesskit's namespace), or a host process without CAP_SYS_ADMIN.
 func (j *job) wantVolumes() (bool, error) {
 	switch v := j.getenv(EnvOutput); v {
 	case "volume":
@@ -72,7 +72,7 @@ func (j *job) wantVolumes() (bool, error) {
 	case "bind":
 		return false, nil
 	case "":
-		return !j.meta.Engine.Local || os.Geteuid() != 0, nil
+		return !j.meta.Engine.Local || os.Geteuid() != 0 || j.meta.Engine.Rootless, nil
 	default:
 		return false, exitcode.WithHint(exitcode.Usage, fmt.Errorf("%s=%q: not an output mode", EnvOutput, v),
 			"use volume (engine volumes, read through the API) or bind (host directories, root and a local engine only), or leave it unset")

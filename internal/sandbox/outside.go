@@ -160,8 +160,9 @@ func (j *job) bridgeChecks() []runs.Check {
 		if !n.Internal {
 			continue
 		}
-		if j.volumes != nil && !j.meta.Engine.Local {
-			// The bridge is on the engine's host, not this one.
+		if j.volumes != nil && (!j.meta.Engine.Local || j.meta.Engine.Rootless) {
+			// The bridge is on the engine's host, not this one, or in
+			// rootlesskit's network namespace there.
 			checks = append(checks, j.bridgeCheckByHelper(n))
 			continue
 		}

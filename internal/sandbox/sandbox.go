@@ -142,6 +142,7 @@ type job struct {
 	meta    runs.Metadata
 
 	engine  dockerx.Engine
+	version dockerx.EngineVersion // what the engine's /version said
 	spec    *spec.Spec
 	profile *spec.Profile
 	image   dockerx.ImageFiles
@@ -261,6 +262,7 @@ func (j *job) preflight(ctx context.Context) error {
 		return exitcode.WithHint(exitcode.Unavailable, err, "is the Docker daemon running and is its socket readable by you? (DOCKER_HOST)")
 	}
 	j.meta.Engine = runs.Engine{Version: v.Version, APIVersion: v.APIVersion}
+	j.version = v
 	if err := j.checkEngine(v); err != nil {
 		return err
 	}
@@ -270,8 +272,11 @@ func (j *job) preflight(ctx context.Context) error {
 	if j.labels, err = extraLabels(j.getenv(EnvExtraLabels)); err != nil {
 		return err
 	}
+	if err := j.backend.Preflight(ctx, j.run); err != nil {
+		return err
+	}
 	j.gc(ctx)
-	return j.backend.Preflight(ctx, j.run)
+	return nil
 }
 
 // checkEngine refuses engines older than 26 unless the user accepts the
@@ -393,6 +398,9 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 	bin, err := os.ReadFile(binPath)
 	if err != nil {
 		return dockerx.ImageFiles{}, fmt.Errorf("reading the binary for the image: %w", err)
+	}
+	if err := j.checkImageBinary(bin, binPath); err != nil { // engineinfo.go
+		return dockerx.ImageFiles{}, err
 	}
 	ca, err := hostca.Load(j.getenv(EnvCABundle)) // unset: this host's store (Windows has no CA file)
 	if err != nil {

@@ -36,15 +36,21 @@ type Engine struct {
 	VersionString string // Version's answer; "" is 27.0.0
 	Podman        bool   // Version says the API is Podman's
 	VersionErr    error
-	Images        map[string]bool
-	ImageVolumes  map[string][]string // InspectImage's Volumes, by reference
-	BuildErr      error
-	ImportErr     error
-	CreateErr     map[string]error // CreateContainer fails, by container name
-	StartErr      map[string]error // StartContainer fails, by container id
-	IP            string           // each container's address on "internal"
-	Stopped       bool             // InspectContainer reports not running
-	ExitOnStart   map[string]int   // containers (by id) that exit at once, with this code
+	// Arch is Version's Arch ("" is amd64); InfoAnswer is Info's answer
+	// when set (nil: an amd64 rootful engine that enforces every limit),
+	// InfoErr its error.
+	Arch         string
+	InfoAnswer   *dockerx.EngineInfo
+	InfoErr      error
+	Images       map[string]bool
+	ImageVolumes map[string][]string // InspectImage's Volumes, by reference
+	BuildErr     error
+	ImportErr    error
+	CreateErr    map[string]error // CreateContainer fails, by container name
+	StartErr     map[string]error // StartContainer fails, by container id
+	IP           string           // each container's address on "internal"
+	Stopped      bool             // InspectContainer reports not running
+	ExitOnStart  map[string]int   // containers (by id) that exit at once, with this code
 	// Ignores lists the signals a container (by id) survives, e.g.
 	// {"id-gw": {"TERM"}} for a role that does not exit on SIGTERM: the
 	// kill is recorded and accepted, and the container keeps running.
@@ -193,7 +199,19 @@ func (f *Engine) Version(context.Context) (dockerx.EngineVersion, error) {
 	if v == "" {
 		v = "27.0.0"
 	}
-	return dockerx.EngineVersion{Version: v, APIVersion: "1.47", Podman: f.Podman}, f.VersionErr
+	arch := f.Arch
+	if arch == "" {
+		arch = "amd64"
+	}
+	return dockerx.EngineVersion{Version: v, APIVersion: "1.47", Podman: f.Podman, Arch: arch, OS: "linux"}, f.VersionErr
+}
+
+func (f *Engine) Info(context.Context) (dockerx.EngineInfo, error) {
+	if f.InfoAnswer != nil {
+		return *f.InfoAnswer, f.InfoErr
+	}
+	return dockerx.EngineInfo{Architecture: "x86_64", OSType: "linux", SecurityOptions: []string{"name=seccomp,profile=builtin"},
+		CgroupDriver: "systemd", CgroupVersion: "2", MemoryLimit: true, PidsLimit: true, CPULimit: true}, f.InfoErr
 }
 
 func (f *Engine) InspectImage(_ context.Context, ref string) (dockerx.ImageInfo, bool, error) {
