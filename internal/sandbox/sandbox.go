@@ -56,9 +56,9 @@ const (
 type Options struct {
 	Command  string               // "run", "doctor", "test-sandbox": recorded in run-metadata.json
 	Workload orchestrate.Workload // what the agent-role container runs
-	// LoadSpec returns the sandbox spec and the name messages use for it
-	// (its path, or "built-in default"); the "spec" phase calls it.
-	LoadSpec     func() (*spec.Spec, string, error)
+	// Spec is the sandbox spec, read by the caller (specinput.go); the
+	// "spec" phase reports and resolves it.
+	Spec         SpecInput
 	RunsDir      string        // the directory that holds the run directories
 	Timeout      time.Duration // the workload is killed after this long
 	ReadyTimeout time.Duration // how long the gateway and sidecar may take to become ready
@@ -164,6 +164,7 @@ type job struct {
 	mirrorStop func()         // ends the live copy of the roles' logs (outputvolume.go)
 	volumes    *outputVolumes // the output volumes and their holder, when output goes through the engine (outputvolume.go)
 	kube       *kubeRun       // the run's namespace on the Kubernetes backend (kube.go)
+	mcp        *mcpPins       // the spec's MCP servers' pins (mcp.go); nil without declared servers
 	layers     *kube.Layers   // test-sandbox on Kubernetes: the measured network layers (kube_layers.go)
 }
 
@@ -194,6 +195,7 @@ func Run(ctx context.Context, engine dockerx.Engine, o Options, out Output) (Res
 	if j.dir != nil {
 		res.RunID, res.RunDir = j.dir.ID, j.dir.Path
 	}
+	j.mcp.pinFirstRun(res.RunDir, out.Err) // mcp.go
 	return res, err
 }
 
@@ -242,11 +244,14 @@ func (j *job) execute(ctx context.Context) error {
 }
 
 func (j *job) loadSpec(context.Context) error {
-	var name string
-	var err error
-	j.spec, name, err = j.o.LoadSpec() // cli: --spec, ./sandbox_spec.toml, or built-in
-	if !j.o.Quiet && name != "" {
-		fmt.Fprintf(j.s.Err, "spec: %s\n", name)
+	in := j.o.Spec // cli: --spec, ./sandbox_spec.toml, or built-in
+	j.spec = in.Spec
+	err := in.Err
+	if !j.o.Quiet && in.Name != "" {
+		fmt.Fprintf(j.s.Err, "spec: %s\n", in.Name)
+	}
+	if err == nil && j.spec == nil {
+		err = errors.New("no sandbox spec given (Options.Spec)")
 	}
 	if err == nil {
 		j.profile, err = spec.Resolve(j.spec)
