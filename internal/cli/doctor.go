@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/spf13/cobra"
 )
@@ -21,10 +23,7 @@ refusals and that no file of the run holds the key the gateway held.
 
 No API key is needed and no traffic leaves the machine. Run it before spending
 money on a model. The record lands in a run directory like any run's.`,
-		args: cobra.NoArgs,
-		flags: func(cmd *cobra.Command, _ *sandboxOptions) {
-			cmd.Flags().Lookup("timeout").DefValue = "2m0s"
-			_ = cmd.Flags().Set("timeout", "2m")
-		},
+		args:    cobra.NoArgs,
+		timeout: 2 * time.Minute,
 	})
 }

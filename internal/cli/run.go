@@ -144,13 +144,14 @@ func (o sandboxOptions) validateEngine() error {
 	return nil
 }
 
-// addFlags adds the flags run, doctor and test-sandbox share.
-func (o *sandboxOptions) addFlags(cmd *cobra.Command) {
+// addFlags adds the flags run, doctor and test-sandbox share; timeout is
+// --timeout's default.
+func (o *sandboxOptions) addFlags(cmd *cobra.Command, timeout time.Duration) {
 	f := cmd.Flags()
 	f.StringVar(&o.specFile, "spec", "", specFlagHelp)
 	f.BoolVar(&o.trustSpec, "trust-spec", false, trustFlagHelp)
 	f.StringVar(&o.runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "kill the workload after this long")
+	f.DurationVar(&o.timeout, "timeout", timeout, "kill the workload after this long")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Second, "how long the gateway and sidecar may take to become ready (2m with --backend kubernetes)")
 	f.BoolVar(&o.keep, "keep", false, "keep containers and networks after the run (servers still running; gc leaves them) and print the commands that remove them")
 	f.BoolVar(&o.quiet, "quiet", false, "print no progress lines")
@@ -222,6 +223,7 @@ error says "certificate signed by unknown authority".`,
 		progress:    true,
 		ledger:      true,
 		ownWorkload: true,
+		timeout:     10 * time.Minute,
 		flags: func(cmd *cobra.Command, o *sandboxOptions) {
 			cmd.Flags().StringVar(&o.question, "question", "", "the question for the agent (default: the seed's); any other question is judged by exit 0, an answer saved and printed, and a complete audit, and the model may use any tools or none")
 			addProgressFlags(cmd, o) // progress.go

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,7 @@ type sandboxCommand struct {
 	workload    orchestrate.Workload // what the agent-role container runs
 	short, long string               // the help
 	args        cobra.PositionalArgs
+	timeout     time.Duration // --timeout's default
 	// progress prints a line per model turn and tool call during the run
 	// (--events streams every event; progress.go).
 	progress bool
@@ -45,7 +47,7 @@ func newSandboxCmd(s Streams, c sandboxCommand) *cobra.Command {
 			return runSandboxCmd(cmd, args, s, c, *o, *b)
 		},
 	}
-	o.addFlags(cmd)
+	o.addFlags(cmd, c.timeout)
 	b.add(cmd) // backend.go
 	if c.ownWorkload {
 		addWorkloadFlags(cmd, &o.own) // run_workload.go

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
@@ -25,6 +26,7 @@ Exit code 4 when any probe's verdict is "violation".
 a run directory or a run id) and lists every probe whose verdict changed.`,
 		args:        cobra.NoArgs,
 		ownWorkload: true, // --image: the probe suite in the user's image, under the launcher
+		timeout:     10 * time.Minute,
 		flags: func(cmd *cobra.Command, o *sandboxOptions) {
 			f := cmd.Flags()
 			f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's raw evidence in report.json (default: removed)")
