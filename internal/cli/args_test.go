@@ -129,6 +129,8 @@ func TestCompletion(t *testing.T) {
 		{[]string{"__complete", "report", "diff", "--runs-dir", dir, id, ""}, []string{id}},
 		{[]string{"__complete", "run", "--gateway-engine", ""}, []string{"ours", "squid"}},
 		{[]string{"__complete", "test-sandbox", "--gateway-engine", ""}, []string{"ours", "squid"}},
+		// doctor's own default is a default, not a flag already given.
+		{[]string{"__complete", "doctor", "--ti"}, []string{"--timeout\tkill the workload after this long"}},
 	}
 	for _, tt := range tests {
 		code, out, errs := run(t, tt.args...)

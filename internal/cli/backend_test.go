@@ -64,7 +64,7 @@ func TestBackendDefaults(t *testing.T) {
 	} {
 		o := sandboxOptions{command: "run"}
 		cmd := &cobra.Command{Use: "run", RunE: func(*cobra.Command, []string) error { return nil }}
-		o.addFlags(cmd, false)
+		o.addFlags(cmd, time.Minute)
 		if err := cmd.ParseFlags(tt.args); err != nil {
 			t.Fatal(err)
 		}

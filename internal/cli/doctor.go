@@ -1,17 +1,17 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/spf13/cobra"
 )
 
 func newDoctorCmd(s Streams) *cobra.Command {
-	o := sandboxOptions{command: "doctor", workload: orchestrate.WorkloadCheck}
-	var b backendFlags
-	cmd := &cobra.Command{
-		Use:   "doctor",
-		Short: "Check that the sandbox works, end to end, without a model or an API key",
-		Long: `doctor runs the preflight (Docker daemon, engine version) and then one full
+	return newSandboxCmd(s, sandboxCommand{
+		name: "doctor", workload: orchestrate.WorkloadCheck,
+		short: "Check that the sandbox works, end to end, without a model or an API key",
+		long: `doctor runs the preflight (Docker daemon, engine version) and then one full
 sandbox lifecycle — image, networks, gateway, sidecar, agent container, artifacts,
 teardown — in which the agent container runs a built-in connectivity check
 ("mcpsidecar agent --check") instead of a model: it lists the sidecar's tools,
@@ -23,23 +23,7 @@ refusals and that no file of the run holds the key the gateway held.
 
 No API key is needed and no traffic leaves the machine. Run it before spending
 money on a model. The record lands in a run directory like any run's.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			var err error
-			if o.kube, err = b.kube(o); err != nil {
-				return err
-			}
-			o.backendDefaults(cmd)
-			_, err = runSandbox(cmd.Context(), s, o)
-			return err
-		},
-	}
-	o.addFlags(cmd, false)
-	b.add(cmd)
-	cmd.Flags().Lookup("timeout").DefValue = "2m0s"
-	_ = cmd.Flags().Set("timeout", "2m")
-	return cmd
+		args:    cobra.NoArgs,
+		timeout: 2 * time.Minute,
+	})
 }

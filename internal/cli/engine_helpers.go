@@ -21,12 +21,8 @@ import (
 // run through the engine's API alone (issue 29), with no setns and no
 // /proc of this host. hold-release runs in the output holder (an exec);
 // net-drop-default-route is a short-lived container that shares only a
-// role's network namespace.
-func init() {
-	subcommands = append(subcommands, newHoldReleaseCmd, newDropRouteCmd, newObserveCmd, newAwaitReadyCmd, newProbeGatewayCmd, newCopySelfCmd)
-	inContainer[inside.ObserveCommand] = true  // its stdout is JSON for the host
-	inContainer[inside.CopySelfCommand] = true // its stdout is the copy's digest for the host
-}
+// role's network namespace. They are listed in platformCommands
+// (roles_linux.go).
 
 // newHoldReleaseCmd creates a held role's release file in its output
 // volume, as the role's user, locked down to that one directory first.

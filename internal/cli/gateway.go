@@ -40,10 +40,6 @@ type gatewayOptions struct {
 	logBudget    int64 // test builds only (--x-log-budget); 0: the default
 }
 
-// addGatewayTestFlags adds the test binary's hidden gateway flags; the
-// product has none.
-var addGatewayTestFlags = func(*cobra.Command, *gatewayOptions) {}
-
 func newGatewayCmd(s Streams) *cobra.Command {
 	var o gatewayOptions
 	cmd := &cobra.Command{
@@ -91,7 +87,7 @@ before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
 	f.DurationVar(&o.idleTimeout, "idle-timeout", lim.IdleTimeout, "close a tunnel with no traffic for this long")
 	f.DurationVar(&o.maxDuration, "max-duration", lim.MaxDuration, "close a tunnel or forwarded request older than this")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", egress.DefaultShutdownWait, "how long shutdown waits for the forwarded requests it cancels (each is logged as interrupted)")
-	addGatewayTestFlags(cmd, &o)
+	addGatewayTestFlags(cmd, &o.logBudget) // testcommands.go: only in the test binary
 	return cmd
 }
 

@@ -16,15 +16,10 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 )
 
-// The Kubernetes backend's hidden commands register themselves here
-// rather than in root.go's list, which other commands are being changed
-// in concurrently. The host runs them in a run's pods (docs/kubernetes.md,
+// The Kubernetes backend's hidden commands (platformCommands,
+// roles_linux.go). The host runs them in a run's pods (docs/kubernetes.md,
 // "How the record is collected"): the holder beside each role, and,
 // through the API's exec, the stop and the read of the output files.
-func init() {
-	subcommands = append(subcommands, newKubeHoldCmd, newKubeStopCmd, newKubeReadCmd)
-	inContainer[kube.ReadCommand] = true // its stdout is a tar, not text to clean
-}
 
 // podHardening is the policy of the holder and of the reader: they need
 // no network and no process, and read at most dir. Landlock is best

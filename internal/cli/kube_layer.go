@@ -18,8 +18,6 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 )
 
-func init() { subcommands = append(subcommands, newKubeLayerCmd) }
-
 // newKubeLayerCmd is the hidden command of the pods with which
 // test-sandbox measures a cluster's isolation layers (kube.CheckLayers):
 // "listen" accepts and closes connections until SIGTERM, "dial" makes one

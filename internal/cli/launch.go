@@ -11,10 +11,6 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
 )
 
-// The workload launcher registers itself here rather than in root.go's
-// list, which other commands are being added to concurrently.
-func init() { subcommands = append(subcommands, newLaunchCmd) }
-
 // newLaunchCmd is the hidden role a user's workload container runs as its
 // entrypoint: `mcpsidecar launch -- CMD ARGS...` applies the workload's
 // hardening (package launcher) and executes CMD. Everything after the

@@ -5,12 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/mcppin"
-	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
-	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -75,54 +72,6 @@ func TestMCPRoles(t *testing.T) {
 	}
 	if _, err := sidecarServers(func(k string) string { return map[string]string{spec.EnvMCPServers: "[{"}[k] }); err == nil {
 		t.Error("a broken servers variable was accepted")
-	}
-}
-
-// TestMCPRunHooks: the pins reach the sidecar, Squid is refused, and the
-// first run's observed definitions become the lock (nothing pinned is
-// changed).
-func TestMCPRunHooks(t *testing.T) {
-	p, specPath := rolesProfile(t)
-	lock := &mcppin.Lock{}
-	lock.Put(mcppin.NewServer("docs", "https://docs.example.com/mcp", nil, nil))
-	lockPath := mcppin.LockPath(specPath)
-	if err := lock.Save(lockPath); err != nil {
-		t.Fatal(err)
-	}
-	var so sandbox.Options
-	var out strings.Builder
-	after := mcpRunHooks(&so, &out)
-	if err := so.PlanInput(&orchestrate.Input{Profile: p, GatewayEngine: orchestrate.EngineSquid}); err == nil || !strings.Contains(err.Error(), "Squid") {
-		t.Fatalf("Squid: %v, want a refusal", err)
-	}
-	in := &orchestrate.Input{Profile: p}
-	if err := so.PlanInput(in); err != nil {
-		t.Fatal(err)
-	}
-	env := in.Env[orchestrate.RoleSidecar]
-	if len(env) != 1 || env[0].Name != spec.EnvMCPPins || !strings.Contains(env[0].Value, `"docs"`) {
-		t.Fatalf("sidecar env %+v", env)
-	}
-	runDir := t.TempDir()
-	observed := &mcppin.Lock{}
-	observed.Put(mcppin.NewServer("wiki", "http://mcp-b.test:8080/mcp", nil, nil))
-	observed.Put(mcppin.NewServer("docs", "https://changed.example/mcp", nil, nil))
-	if err := os.MkdirAll(filepath.Join(runDir, "sidecar"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := observed.Save(filepath.Join(runDir, "sidecar", spec.FileMCPPins)); err != nil {
-		t.Fatal(err)
-	}
-	after(sandbox.Result{RunDir: runDir})
-	got, err := mcppin.Load(lockPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d, _ := got.Server("docs"); d.URL != "https://docs.example.com/mcp" {
-		t.Errorf("the first run changed a pinned server: %+v", d)
-	}
-	if _, ok := got.Server("wiki"); !ok || !strings.Contains(out.String(), "pinned the tool definitions of wiki") {
-		t.Errorf("wiki not pinned after its first run; said %q", out.String())
 	}
 }
 

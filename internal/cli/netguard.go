@@ -10,10 +10,6 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/kube/netguard"
 )
 
-// The netguard role registers itself here rather than in root.go's list,
-// which other commands are being changed in concurrently.
-func init() { subcommands = append(subcommands, newNetguardCmd) }
-
 // newNetguardCmd is the hidden role of the Kubernetes agent pod's init
 // container: it installs the pod's own network rules (package netguard)
 // and exits. It is the only container of a run with CAP_NET_ADMIN.

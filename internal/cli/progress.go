@@ -19,11 +19,11 @@ func addProgressFlags(cmd *cobra.Command, o *sandboxOptions) {
 }
 
 // watchProgress hooks the progress watcher (internal/progress) into the
-// lifecycle for run: one line per model turn and tool call on stderr
+// lifecycle of a command with progress (run): one line per model turn and tool call on stderr
 // (none under --quiet) and, with --events, every event as a JSON line.
 // The returned function ends the stream; it reports a failure to write it.
 func (o sandboxOptions) watchProgress(so *sandbox.Options, s Streams, out *sandbox.Output) (func() error, error) {
-	if o.command != "run" {
+	if !o.progress {
 		return func() error { return nil }, nil
 	}
 	po := progress.Options{Start: time.Now()}

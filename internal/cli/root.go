@@ -22,21 +22,43 @@ type Streams struct {
 	Err io.Writer
 }
 
-// subcommands builds every registered command. Register only commands that
-// work; each lives in its own file of this package. The in-container
-// roles register themselves from Linux-only files (roles_linux.go and
-// the hidden roles' own files): the containers are Linux, and a host
-// binary for Windows or macOS carries none of their code.
-var subcommands = []func(Streams) *cobra.Command{
-	newVersionCmd,
-	newSpecCmd,
-	newRunCmd,
-	newDoctorCmd,
-	newTestSandboxCmd,
-	newGCCmd,
-	newRunsCmd,
-	newReportCmd,
-	newMCPCmd,
+// commandSet is a part of the command registry: the commands it builds,
+// each in its own file of this package, and the names of those whose
+// output is a product rather than a message to a person (safestreams.go).
+type commandSet struct {
+	builds   []func(Streams) *cobra.Command
+	products []string
+}
+
+// commands is the command registry: every command of this build, from
+// three parts that build constraints choose, none registered at init
+// time. The user's commands (userCommands); the in-container roles and
+// the hidden helpers the backends run in containers and pods, a Linux
+// build's alone (platformCommands, roles_linux.go): the containers are
+// Linux, and a host binary for Windows or macOS carries none of their
+// code; the test binary's hidden commands (testCommands, testcommands.go).
+func commands() commandSet {
+	var all commandSet
+	for _, part := range []commandSet{userCommands(), platformCommands(), testCommands()} {
+		all.builds = append(all.builds, part.builds...)
+		all.products = append(all.products, part.products...)
+	}
+	return all
+}
+
+// userCommands are what a user types. Register only commands that work.
+func userCommands() commandSet {
+	return commandSet{builds: []func(Streams) *cobra.Command{
+		newVersionCmd,
+		newSpecCmd,
+		newRunCmd,
+		newDoctorCmd,
+		newTestSandboxCmd,
+		newGCCmd,
+		newRunsCmd,
+		newReportCmd,
+		newMCPCmd,
+	}}
 }
 
 // newRootCmd builds the command tree.
@@ -70,7 +92,7 @@ trusted (mcpsidecar spec trust --help), 130 interrupted (Ctrl-C).`,
 	})
 	root.Version = versionLine()
 	root.SetVersionTemplate("{{.Version}}\n")
-	groupCommands(root, subcommands, s)
+	groupCommands(root, commands().builds, s)
 	completeFlagValues(root)
 	root.InitDefaultCompletionCmd() // now, not at Execute, so the next line sees it
 	rejectUnknownSubcommands(root)  // groups.go

@@ -17,7 +17,6 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
-	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // exitInterrupted is the conventional exit status after SIGINT (128+2).
@@ -36,6 +35,8 @@ const (
 type sandboxOptions struct {
 	command        string // "run", "doctor", "test-sandbox"
 	workload       orchestrate.Workload
+	progress       bool // sandboxCommand.progress
+	ledger         bool // sandboxCommand.ledger
 	specFile       string
 	trustSpec      bool // --trust-spec (spec_gate.go)
 	runsDir        string
@@ -61,9 +62,6 @@ type sandboxOptions struct {
 	kube                    *kubebackend.Config // --backend kubernetes (backend.go); nil: Docker
 }
 
-// addTestFlags adds the test binary's hidden flags; the product has none.
-var addTestFlags = func(*cobra.Command, *sandboxOptions) {}
-
 // options turns the checked flags into the lifecycle's options.
 func (o sandboxOptions) options() (sandbox.Options, error) {
 	pool, err := o.pool()
@@ -72,8 +70,7 @@ func (o sandboxOptions) options() (sandbox.Options, error) {
 	}
 	return sandbox.Options{
 		Command: o.command, Workload: o.workload,
-		LoadSpec: func() (*spec.Spec, string, error) { return loadSpec(o.specFile) }, // spec.go
-		RunsDir:  o.runsDir, Timeout: o.timeout, ReadyTimeout: o.readyTimeout, Keep: o.keep, Quiet: o.quiet,
+		RunsDir: o.runsDir, Timeout: o.timeout, ReadyTimeout: o.readyTimeout, Keep: o.keep, Quiet: o.quiet,
 		Question: o.question, AllowOldEngine: o.allowOldEngine, GatewayEngine: o.gatewayEngine, SquidImage: o.squidImage,
 		SubnetPool: pool, SerializeEvidence: o.serializeEvidence, WorkloadCmd: o.workloadCmd, GatewayCmd: o.gatewayCmd,
 		Own: o.own.options(), Backend: o.backend(),
@@ -92,8 +89,7 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Resul
 	if err != nil {
 		return sandbox.Result{}, err
 	}
-	so.LoadSpec = chosen.load           // the bytes the gate checked, not a second read
-	afterMCP := mcpRunHooks(&so, s.Err) // mcp_roles.go: pins, Squid refusal, first-run lock
+	so.Spec = chosen.input() // the bytes the gate checked, not a second read
 	var eng dockerx.Engine
 	if c, err := dockerx.New(); err != nil {
 		eng = sandbox.Unavailable(err)
@@ -111,7 +107,6 @@ func runSandbox(ctx context.Context, s Streams, o sandboxOptions) (sandbox.Resul
 	}
 	live := hookLiveExport(&so, o.otlp, s.Err) // otlp_live.go: spans sent as the run goes
 	res, err := sandbox.Run(ctx, eng, so, out)
-	afterMCP(res)
 	_ = endProgress() // a failed stream is a warning, not the run's failure
 	if res.RunDir != "" {
 		exportAfterRun(ctx, s.Err, o.otlp, res.RunDir, o.quiet, live) // otlp.go: bounded, never the run's failure
@@ -150,12 +145,14 @@ func (o sandboxOptions) validateEngine() error {
 	return nil
 }
 
-func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
+// addFlags adds the flags run, doctor and test-sandbox share; timeout is
+// --timeout's default.
+func (o *sandboxOptions) addFlags(cmd *cobra.Command, timeout time.Duration) {
 	f := cmd.Flags()
 	f.StringVar(&o.specFile, "spec", "", specFlagHelp)
 	f.BoolVar(&o.trustSpec, "trust-spec", false, trustFlagHelp)
 	f.StringVar(&o.runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories")
-	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "kill the workload after this long")
+	f.DurationVar(&o.timeout, "timeout", timeout, "kill the workload after this long")
 	f.DurationVar(&o.readyTimeout, "ready-timeout", 30*time.Second, "how long the gateway and sidecar may take to become ready (2m with --backend kubernetes)")
 	f.BoolVar(&o.keep, "keep", false, "keep containers and networks after the run (servers still running; gc leaves them) and print the commands that remove them")
 	f.BoolVar(&o.quiet, "quiet", false, "print no progress lines")
@@ -170,9 +167,6 @@ func (o *sandboxOptions) addFlags(cmd *cobra.Command, withQuestion bool) {
 	f.StringVar(&o.subnetPool, "subnet-pool", orDefault(os.Getenv(envSubnetPool), orchestrate.DefaultSubnetPool),
 		"private IPv4 range (CIDR, /27 or larger) each run's two /28 networks are taken from (env "+envSubnetPool+")")
 	addTestFlags(cmd, o) // testcommands.go: only in the test binary
-	if withQuestion {
-		f.StringVar(&o.question, "question", "", "the question for the agent (default: the seed's); any other question is judged by exit 0, an answer saved and printed, and a complete audit, and the model may use any tools or none")
-	}
 }
 
 func (o sandboxOptions) validate() error {
@@ -194,12 +188,10 @@ func (o sandboxOptions) validate() error {
 }
 
 func newRunCmd(s Streams) *cobra.Command {
-	o := sandboxOptions{command: "run", workload: orchestrate.WorkloadAgent}
-	var b backendFlags
-	cmd := &cobra.Command{
-		Use:   "run",
-		Short: "Run the agent in a hardened, disposable sandbox and keep the record",
-		Long: `run builds (or reuses) the FROM-scratch image, creates the run's internal and
+	return newSandboxCmd(s, sandboxCommand{
+		name: "run", workload: orchestrate.WorkloadAgent,
+		short: "Run the agent in a hardened, disposable sandbox and keep the record",
+		long: `run builds (or reuses) the FROM-scratch image, creates the run's internal and
 egress networks, starts the egress gateway and the MCP sidecar, runs the agent
 with its output streamed here, saves every artifact under the run directory, and
 removes every container and network it created — on success, failure, timeout
@@ -229,28 +221,16 @@ in allowed_domains or allowed_ip_addresses), OPENAI_MODEL, DOCKER_HOST,
 on macOS, the ROOT certificate store on Windows). Set it behind a TLS-inspecting
 corporate proxy, or for a model or MCP server signed by a private CA, when an
 error says "certificate signed by unknown authority".`,
-		Args: cobra.ArbitraryArgs, // the workload's command, after --
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.own.setCommand(cmd, args); err != nil {
-				return err
-			}
-			if err := o.validate(); err != nil {
-				return err
-			}
-			var err error
-			if o.kube, err = b.kube(o); err != nil {
-				return err
-			}
-			o.backendDefaults(cmd)
-			_, err = runSandbox(cmd.Context(), s, o)
-			return err
+		args:        cobra.ArbitraryArgs, // the workload's command, after --
+		progress:    true,
+		ledger:      true,
+		ownWorkload: true,
+		timeout:     10 * time.Minute,
+		flags: func(cmd *cobra.Command, o *sandboxOptions) {
+			cmd.Flags().StringVar(&o.question, "question", "", "the question for the agent (default: the seed's); any other question is judged by exit 0, an answer saved and printed, and a complete audit, and the model may use any tools or none")
+			addProgressFlags(cmd, o) // progress.go
 		},
-	}
-	o.addFlags(cmd, true)
-	b.add(cmd) // backend.go
-	addWorkloadFlags(cmd, &o.own)
-	addProgressFlags(cmd, &o) // progress.go
-	return cmd
+	})
 }
 
 // interrupted turns the end of a run cancelled by a signal into exit 130.

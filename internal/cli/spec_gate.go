@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/spectrust"
 )
@@ -45,8 +46,10 @@ type chosenSpec struct {
 	err      error // reading, validating or resolving: reported where it always was
 }
 
-// load is the lifecycle's LoadSpec: the spec already read and checked.
-func (c chosenSpec) load() (*spec.Spec, string, error) { return c.spec, c.name, c.err }
+// input is the lifecycle's spec: the one already read and checked.
+func (c chosenSpec) input() sandbox.SpecInput {
+	return sandbox.SpecInput{Name: c.name, Spec: c.spec, Err: c.err}
+}
 
 // chooseAndRead selects the spec as loadSpec does (spec.go) and reads it
 // once.
@@ -80,9 +83,9 @@ type specGate struct {
 }
 
 // gate is the spec gate's view of run's, doctor's and test-sandbox's
-// flags; the ledger's summary is run's alone.
+// flags; the ledger's summary is run's alone (sandboxCommand.ledger).
 func (o sandboxOptions) gate(getenv func(string) string) specGate {
-	return specGate{flag: o.specFile, trustFlag: o.trustSpec, envHash: getenv(envTrustSpec), summary: o.command == "run" && !o.quiet}
+	return specGate{flag: o.specFile, trustFlag: o.trustSpec, envHash: getenv(envTrustSpec), summary: o.ledger && !o.quiet}
 }
 
 // gateSpec reads the spec and refuses it (exit 6) when it was found in

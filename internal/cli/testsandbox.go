@@ -1,65 +1,65 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 	"github.com/spf13/cobra"
 )
 
 func newTestSandboxCmd(s Streams) *cobra.Command {
-	o := sandboxOptions{command: "test-sandbox", workload: orchestrate.WorkloadProbe}
-	var b backendFlags
-	cmd := &cobra.Command{
-		Use:   "test-sandbox",
-		Short: "Measure the sandbox from inside with the probe suite; exit 4 on a violation",
-		Long: `test-sandbox creates the same sandbox as run, but the agent container runs the
+	return newSandboxCmd(s, sandboxCommand{
+		name: "test-sandbox", workload: orchestrate.WorkloadProbe,
+		short: "Measure the sandbox from inside with the probe suite; exit 4 on a violation",
+		long: `test-sandbox creates the same sandbox as run, but the agent container runs the
 probe suite ("mcpsidecar probe") with the agent's hardening. The suite writes
 report.json, status.ndjson and done.json, collected into the run directory.
 Exit code 4 when any probe's verdict is "violation".
 
 --baseline RUN|FILE compares the new report with an earlier one (a report.json,
 a run directory or a run id) and lists every probe whose verdict changed.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			var err error
-			if o.kube, err = b.kube(o); err != nil {
-				return err
-			}
-			o.backendDefaults(cmd)
+		args:        cobra.NoArgs,
+		ownWorkload: true, // --image: the probe suite in the user's image, under the launcher
+		timeout:     10 * time.Minute,
+		flags: func(cmd *cobra.Command, o *sandboxOptions) {
+			f := cmd.Flags()
+			f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's raw evidence in report.json (default: removed)")
+			f.StringVar(&o.baseline, "baseline", "", "an earlier report to compare the new one with: a report.json, a run directory or a run id")
+		},
+		before: func(s Streams, o *sandboxOptions) error {
 			if o.own.image != "" {
 				fmt.Fprintf(s.Err, "measuring the sandbox of workload image %s\n", o.own.image)
 			}
-			if o.baseline != "" {
-				path, err := reportPath(o.runsDir, o.baseline)
-				if err == nil {
-					_, err = loadReportArg(o.runsDir, path)
-				}
-				if err != nil {
-					return usageErrorf("--baseline: %v", err)
-				}
-				o.baseline = path
-			}
-			res, err := runSandbox(cmd.Context(), s, o)
-			if o.baseline != "" && res.RunDir != "" && cmd.Context().Err() == nil {
+			return o.findBaseline()
+		},
+		after: func(ctx context.Context, s Streams, o sandboxOptions, res sandbox.Result) {
+			if o.baseline != "" && res.RunDir != "" && ctx.Err() == nil {
 				compareBaseline(s, o.baseline, res.RunDir)
 			}
-			return err
 		},
+	})
+}
+
+// findBaseline checks --baseline and names its report.json.
+func (o *sandboxOptions) findBaseline() error {
+	if o.baseline == "" {
+		return nil
 	}
-	o.addFlags(cmd, false)
-	b.add(cmd)                    // backend.go
-	addWorkloadFlags(cmd, &o.own) // --image: the probe suite in the user's image, under the launcher
-	f := cmd.Flags()
-	f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's raw evidence in report.json (default: removed)")
-	f.StringVar(&o.baseline, "baseline", "", "an earlier report to compare the new one with: a report.json, a run directory or a run id")
-	return cmd
+	path, err := reportPath(o.runsDir, o.baseline)
+	if err == nil {
+		_, err = loadReportArg(o.runsDir, path)
+	}
+	if err != nil {
+		return usageErrorf("--baseline: %v", err)
+	}
+	o.baseline = path
+	return nil
 }
 
 // compareBaseline prints every probe whose verdict differs from the

@@ -10,12 +10,6 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// It registers itself (testcommands.go's list is others' to change).
-func init() {
-	subcommands = append(subcommands, newGetCmd)
-	inContainer["x-get"] = true
-}
-
 // newGetCmd is a hidden workload for the harness's own tests: one HTTP
 // GET through the environment's proxy (the gateway, in a sandbox), kept
 // in flight until the answer comes or a signal ends it. A test holds the

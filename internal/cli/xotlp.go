@@ -17,12 +17,6 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
-// It registers itself (testcommands.go's list is others' to change).
-func init() {
-	subcommands = append(subcommands, newOTLPCmd)
-	inContainer["x-otlp"] = true
-}
-
 // newOTLPCmd is a hidden workload for the harness's own tests: an agent
 // that emits its own OpenTelemetry spans, with the OpenTelemetry SDK and
 // its OTLP/HTTP exporter, configured as such a workload is, by the

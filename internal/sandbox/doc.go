@@ -3,10 +3,14 @@
 // the spec, checks the engine and the host, builds or reuses the image,
 // creates the run directory and the plan, creates the networks, starts the
 // gateway and the sidecar, runs the workload, collects every artifact,
-// judges the verdict and removes what it created, on every path. The
-// Docker engine is passed in (a fake one in tests); the package reads no
-// flag and decides no process exit code beyond the one it records in
-// run-metadata.json (internal/exitcode).
+// judges the verdict and removes what it created, on every path. Its
+// inputs are values (Options): the spec the caller read (SpecInput), the
+// flags' settings; the policy of a run is the lifecycle's own, the MCP
+// servers' pins included (mcp.go: the sidecar's pins and credential
+// placeholder, the refusal of Squid, the first run's pins written to the
+// lock). The Docker engine is passed in (a fake one in tests); the
+// package reads no flag and decides no process exit code beyond the one
+// it records in run-metadata.json (internal/exitcode).
 //
 // The lifecycle is one sequence of stages (spec, preflight, image,
 // run-dir, the backend's apply, collect, verdict, teardown) over a
@@ -23,7 +27,8 @@
 //   - Options.Plan changes the built plan (steps.go, makeRunDir) before
 //     anything is created: a container's Docker options (its Spec).
 //   - Options.Watch runs beside the run from the run directory's creation
-//     to the workload's end (steps.go, startWatch), for progress lines.
+//     to the workload's end (steps.go, startWatch), for progress lines and
+//     the live trace export: it observes, and changes nothing of the run.
 //   - Options.OnPhase sees each phase's record as it ends (sandbox.go,
 //     phaseLog).
 //   - Options.Checks adds host-side checks to the verdict (record.go,

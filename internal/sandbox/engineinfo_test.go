@@ -13,7 +13,6 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
-	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // rootlessInfo is what rootless Docker over cgroup v1 reports (measured
@@ -88,12 +87,9 @@ func TestLifecycleEngineRefusals(t *testing.T) {
 			r.f.InfoAnswer = rootlessInfo()
 			setEnv(r, EnvOutput, "")
 			setEnv(r, EnvAllowNoLimits, "1")
-			load := r.o.LoadSpec
-			r.o.LoadSpec = func() (*spec.Spec, string, error) {
-				sp, name, err := load()
-				sp.AllowedDomains = append(slices.Clone(sp.AllowedDomains), "host.docker.internal:11434")
-				return sp, name, err
-			}
+			sp := *r.o.Spec.Spec
+			sp.AllowedDomains = append(slices.Clone(sp.AllowedDomains), "host.docker.internal:11434")
+			r.o.Spec.Spec = &sp
 		}, []string{"host.docker.internal", "moby#47684"}, "rootful engine"},
 		{"arm64 engine, amd64 binary", func(r *rig) { r.f.Arch = "arm64" },
 			[]string{"an ELF linux/amd64 executable", "the engine runs linux/arm64 containers"}, "GOARCH=arm64"},

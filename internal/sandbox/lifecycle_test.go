@@ -111,8 +111,8 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 	r.f.Pid = 1 << 30 // the fake's proven process answers for it: nothing of this host is read
 	r.o = Options{
 		Command: "doctor", Workload: workload,
-		LoadSpec: func() (*spec.Spec, string, error) { return sp, "built-in default", nil },
-		RunsDir:  filepath.Join(dir, "runs"), Timeout: 10 * time.Second, ReadyTimeout: 5 * time.Second,
+		Spec:    SpecInput{Name: "built-in default", Spec: sp},
+		RunsDir: filepath.Join(dir, "runs"), Timeout: 10 * time.Second, ReadyTimeout: 5 * time.Second,
 		GatewayEngine: orchestrate.EngineOurs, SubnetPool: netip.MustParsePrefix(orchestrate.DefaultSubnetPool),
 		Getenv: func(k string) string { return env[k] }, Backend: Docker(),
 	}
@@ -465,7 +465,7 @@ func TestLifecycleTeardownAfterFailure(t *testing.T) {
 		wantErr string
 	}{
 		{"spec", func(r *rig) {
-			r.o.LoadSpec = func() (*spec.Spec, string, error) { return nil, "", boom }
+			r.o.Spec = SpecInput{Err: boom}
 		}, false, false, "boom"},
 		{"preflight", func(r *rig) { r.f.VersionErr = boom }, false, false, "boom"},
 		{"image", func(r *rig) {

@@ -56,9 +56,9 @@ const (
 type Options struct {
 	Command  string               // "run", "doctor", "test-sandbox": recorded in run-metadata.json
 	Workload orchestrate.Workload // what the agent-role container runs
-	// LoadSpec returns the sandbox spec and the name messages use for it
-	// (its path, or "built-in default"); the "spec" phase calls it.
-	LoadSpec     func() (*spec.Spec, string, error)
+	// Spec is the sandbox spec, read by the caller (specinput.go); the
+	// "spec" phase reports and resolves it.
+	Spec         SpecInput
 	RunsDir      string        // the directory that holds the run directories
 	Timeout      time.Duration // the workload is killed after this long
 	ReadyTimeout time.Duration // how long the gateway and sidecar may take to become ready
@@ -171,6 +171,7 @@ type job struct {
 	// outputsStarted: the backend was asked for the output places, so it
 	// may have created objects (volumes, a holder) before the session.
 	outputsStarted bool
+	mcp            *mcpPins // the spec's MCP servers' pins (mcp.go); nil without declared servers
 }
 
 // Run carries out one whole lifecycle on engine: every phase in order,
@@ -201,6 +202,7 @@ func Run(ctx context.Context, engine dockerx.Engine, o Options, out Output) (Res
 	if j.dir != nil {
 		res.RunID, res.RunDir = j.dir.ID, j.dir.Path
 	}
+	j.mcp.pinFirstRun(res.RunDir, out.Err) // mcp.go
 	return res, err
 }
 
@@ -238,11 +240,14 @@ func (j *job) execute(ctx context.Context) error {
 }
 
 func (j *job) loadSpec(context.Context) error {
-	var name string
-	var err error
-	j.spec, name, err = j.o.LoadSpec() // cli: --spec, ./sandbox_spec.toml, or built-in
-	if !j.o.Quiet && name != "" {
-		fmt.Fprintf(j.s.Err, "spec: %s\n", name)
+	in := j.o.Spec // cli: --spec, ./sandbox_spec.toml, or built-in
+	j.spec = in.Spec
+	err := in.Err
+	if !j.o.Quiet && in.Name != "" {
+		fmt.Fprintf(j.s.Err, "spec: %s\n", in.Name)
+	}
+	if err == nil && j.spec == nil {
+		err = errors.New("no sandbox spec given (Options.Spec)")
 	}
 	if err == nil {
 		j.profile, err = spec.Resolve(j.spec)

@@ -46,6 +46,9 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			return err
 		}
 	}
+	if j.mcp, err = mcpPlan(&in); err != nil { // mcp.go
+		return err
+	}
 	plan, err := orchestrate.NewPlan(in)
 	if err != nil {
 		return err

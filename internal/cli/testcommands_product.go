@@ -1,0 +1,14 @@
+//go:build !testcommands
+
+package cli
+
+import "github.com/spf13/cobra"
+
+// The product binary has none of the test binary's commands and flags
+// (testcommands.go).
+
+func testCommands() commandSet { return commandSet{} }
+
+func addTestFlags(*cobra.Command, *sandboxOptions) {}
+
+func addGatewayTestFlags(*cobra.Command, *int64) {}
