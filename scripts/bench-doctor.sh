@@ -15,7 +15,8 @@ for ((i = 1; i <= rounds; i++)); do
     name=${arg%%=*}; rest=${arg#*=}; bin=${rest%%:*}; env=()
     [[ $rest == *:* ]] && env=("${rest#*:}")
     start=$(date +%s.%N)
-    env "${env[@]}" "$bin" doctor --allow-old-engine --quiet --runs-dir "$runs/$name" >/dev/null 2>&1 || { echo "$name: doctor failed" >&2; exit 1; }
+    env "${env[@]}" "$bin" doctor --allow-old-engine --quiet --runs-dir "$runs/$name" >"$runs/out" 2>&1 || {
+      echo "$name: doctor failed; its last lines:" >&2; tail -n 15 "$runs/out" >&2; exit 1; }
     t=$(echo "$(date +%s.%N) - $start" | bc)
     echo "$name round $i: $t s"
     samples[$name]+="$t "
