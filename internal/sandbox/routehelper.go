@@ -124,9 +124,28 @@ func (h *helper) finish(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("reading helper %s's output: %w", h.name, err)
 	}
 	if res.ExitCode != 0 {
-		return nil, fmt.Errorf("helper %s exited with code %d: %s", h.name, res.ExitCode, strings.TrimSpace(lastLines(string(errb.Bytes()), 3)))
+		return nil, fmt.Errorf("helper %s exited with code %d%s: %s", h.name, res.ExitCode, h.killedWhy(ctx, res.ExitCode), strings.TrimSpace(lastLines(string(errb.Bytes()), 3)))
 	}
 	return out.Bytes(), nil
+}
+
+// helperMemory bounds a helper.
+const helperMemory = 32 << 20
+
+// killedWhy says why a helper that exited 128+9 was killed: out of
+// memory, or its pid namespace ended (the role it joined exited first).
+func (h *helper) killedWhy(ctx context.Context, code int) string {
+	if code != 128+9 {
+		return ""
+	}
+	st, err := h.j.engine.InspectContainer(ctx, h.id)
+	switch {
+	case err != nil:
+		return ""
+	case st.OOMKilled:
+		return fmt.Sprintf(" (killed: out of memory at its %d MiB limit)", helperMemory>>20)
+	}
+	return " (killed: the namespace it shared ended, the role exited first)"
 }
 
 // helperSpec is a helper container of our image: no network of its own,
@@ -140,7 +159,7 @@ func (j *job) helperSpec(c *orchestrate.Container, kind string, cmd []string) do
 		Name: c.Step.Spec.Name + "-" + kind, Image: j.image.Tag, Cmd: cmd,
 		User: spec.User, Labels: labels, Networks: []dockerx.Attachment{{Network: "none"}},
 		ReadOnlyRootfs: true, CapDrop: []string{"ALL"}, CapAdd: []string{},
-		NoNewPrivileges: c.Step.Spec.NoNewPrivileges, Seccomp: c.Step.Spec.Seccomp, PidsLimit: 8, MemoryBytes: 32 << 20, MemorySwapBytes: 32 << 20,
+		NoNewPrivileges: c.Step.Spec.NoNewPrivileges, Seccomp: c.Step.Spec.Seccomp, PidsLimit: 8, MemoryBytes: helperMemory, MemorySwapBytes: helperMemory,
 		DNS: []string{}, DNSOptions: []string{}, ExtraHosts: []string{}, StopTimeout: time.Second,
 	}
 }
