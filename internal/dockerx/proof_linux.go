@@ -298,6 +298,18 @@ func (p *hostProcess) use(f func() error) error {
 // ended reports whether the process has ended (its pidfd is readable).
 func (p *hostProcess) ended() bool { return hasEnded(p.pidfd) }
 
+// exitWindow is how long a process whose namespaces are gone may take to
+// be seen ended through its pidfd (found with 32 concurrent doctors: an
+// agent that ended while it was proven was taken for another host's).
+const exitWindow = 200 * time.Millisecond
+
+// endedWithin reports whether the pidfd's process ends within d.
+func endedWithin(pidfd int, d time.Duration) bool {
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, int(d/time.Millisecond))
+	return err == nil && n > 0
+}
+
 func hasEnded(pidfd int) bool {
 	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
 	n, err := unix.Poll(fds, 0)
@@ -536,7 +548,10 @@ func (p *hostProcess) ownNamespaces() error {
 	for _, ns := range []string{"net", "mnt"} {
 		var theirs unix.Stat_t
 		if err := unix.Fstatat(p.dir, "ns/"+ns, &theirs, 0); err != nil {
-			if p.ended() {
+			// A process on its way out has released its namespaces before
+			// its pidfd says it ended (the kernel does both in do_exit, in
+			// that order): wait a little for the end before deciding.
+			if endedWithin(p.pidfd, exitWindow) {
 				return gone(p.pid) // it exited meanwhile: its namespaces are gone with it
 			}
 			return notHere(p.pid, fmt.Sprintf("has a %s namespace that cannot be read: %v", ns, err))
