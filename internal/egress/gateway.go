@@ -323,23 +323,64 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d := g.newDecision(r)
-	g.wg.Add(1)
-	select {
-	case g.slots <- struct{}{}:
-	default:
-		g.wg.Done()
-		g.refuse(w, d, deny(http.StatusServiceUnavailable, "gateway at capacity: %d concurrent tunnels and requests", g.limits.MaxConcurrent))
-		return
-	}
 	// done releases the slot; a tunnel calls it when it ends, which is
 	// after this handler has returned.
-	done := func() { <-g.slots; g.wg.Done() }
+	done, ok := g.takeSlot(w, d)
+	if !ok {
+		return
+	}
 	if r.Method == http.MethodConnect {
 		g.serveConnect(w, r, d, done)
 		return
 	}
 	defer done()
 	g.serveForward(w, r, d)
+}
+
+// takeSlot takes one of the gateway's concurrent slots for d's request,
+// or refuses it, with its decision line, when every one is in use;
+// release gives the slot back.
+func (g *Gateway) takeSlot(w http.ResponseWriter, d *Decision) (release func(), ok bool) {
+	g.wg.Add(1)
+	select {
+	case g.slots <- struct{}{}:
+		return func() { <-g.slots; g.wg.Done() }, true
+	default:
+		g.wg.Done()
+		g.refuse(w, d, deny(http.StatusServiceUnavailable, "gateway at capacity: %d concurrent tunnels and requests", g.limits.MaxConcurrent))
+		return nil, false
+	}
+}
+
+// serveListener is the entry of the gateway's own listeners (the
+// credential listener, the telemetry relay): every request is refused
+// once the decision log is full; the readiness probe is answered;
+// any other request gets the gateway's stop context, its decision
+// (filled in by describe, when given, before anything can refuse it) and
+// a slot, and handle serves it.
+func (g *Gateway) serveListener(w http.ResponseWriter, r *http.Request, describe func(*http.Request, *Decision), handle func(http.ResponseWriter, *http.Request, *Decision)) {
+	if g.full.Load() {
+		refuseFull(w)
+		return
+	}
+	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		io.WriteString(w, "ok\n")
+		return
+	}
+	ctx, stop := g.untilStopped(r.Context())
+	defer stop()
+	r = r.WithContext(ctx)
+	d := g.newDecision(r)
+	if describe != nil {
+		describe(r, d)
+	}
+	release, ok := g.takeSlot(w, d)
+	if !ok {
+		return
+	}
+	defer release()
+	handle(w, r, d)
 }
 
 // serveOrigin answers origin-form requests: only the readiness probe.

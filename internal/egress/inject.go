@@ -169,35 +169,18 @@ type injectState struct {
 type injectKey struct{}
 
 func (ij *injector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g := ij.g
-	if g.full.Load() {
-		refuseFull(w)
-		return
-	}
-	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprint(w, "ok\n")
-		return
-	}
-	ctx, stop := g.untilStopped(r.Context())
-	defer stop()
-	r = r.WithContext(ctx)
-	d := g.newDecision(r)
-	g.wg.Add(1)
-	select {
-	case g.slots <- struct{}{}:
-	default:
-		g.wg.Done()
-		g.refuse(w, d, deny(http.StatusServiceUnavailable, "gateway at capacity: %d concurrent tunnels and requests", g.limits.MaxConcurrent))
-		return
-	}
-	defer func() { <-g.slots; g.wg.Done() }()
+	ij.g.serveListener(w, r, nil, ij.serve)
+}
+
+// serve checks one request for the credential it names and forwards it
+// with the credential, or refuses it.
+func (ij *injector) serve(w http.ResponseWriter, r *http.Request, d *Decision) {
 	st, dn := ij.check(r, d)
 	if dn != nil {
 		if st != nil && st.cred != nil {
 			d.Credential = CredentialRefused
 		}
-		g.refuse(w, d, dn)
+		ij.g.refuse(w, d, dn)
 		return
 	}
 	ij.forward(w, r, d, st)

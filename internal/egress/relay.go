@@ -125,34 +125,17 @@ func (g *Gateway) ServeRelay(ln net.Listener) error {
 }
 
 func (rl *relay) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	g := rl.g
-	if g.full.Load() {
-		refuseFull(w)
-		return
-	}
-	if r.Method == http.MethodGet && r.URL.Path == "/healthz" {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "ok\n")
-		return
-	}
-	ctx, stop := g.untilStopped(r.Context())
-	defer stop()
-	r = r.WithContext(ctx)
-	d := g.newDecision(r)
-	d.Host, d.Port = relayAddress(r)
-	d.Path = loggedPath(truncate(r.URL.EscapedPath(), 1024), r.URL.RawQuery)
-	g.wg.Add(1)
-	select {
-	case g.slots <- struct{}{}:
-	default:
-		g.wg.Done()
-		g.refuse(w, d, deny(http.StatusServiceUnavailable, "gateway at capacity: %d concurrent tunnels and requests", g.limits.MaxConcurrent))
-		return
-	}
-	defer func() { <-g.slots; g.wg.Done() }()
+	rl.g.serveListener(w, r, func(r *http.Request, d *Decision) {
+		d.Host, d.Port = relayAddress(r)
+		d.Path = loggedPath(truncate(r.URL.EscapedPath(), 1024), r.URL.RawQuery)
+	}, rl.serve)
+}
+
+// serve judges one relayed request and takes or refuses it.
+func (rl *relay) serve(w http.ResponseWriter, r *http.Request, d *Decision) {
 	line, sig, json, dn := rl.check(r, d)
 	if dn != nil {
-		g.refuse(w, d, dn)
+		rl.g.refuse(w, d, dn)
 		return
 	}
 	rl.accept(w, d, line, sig, json)
