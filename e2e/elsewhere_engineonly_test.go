@@ -11,13 +11,11 @@ package e2e
 // engine's pid numbers.
 
 import (
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/testutil/enginehost"
 )
@@ -31,14 +29,7 @@ func engineOnlyElsewhere(t *testing.T, eng *enginehost.Engine, id, runDir string
 	if code != 0 {
 		t.Errorf("exit %d, want 0; stderr:\n%s", code, stderr)
 	}
-	b, err := os.ReadFile(filepath.Join(runDir, runs.MetadataFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m runs.Metadata
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readRunMetadata(t, runDir)
 	if m.Engine.Local || !strings.Contains(m.Engine.Locality, eng.Host+", not a unix socket on this host") || !m.Verdict.OK {
 		t.Errorf("engine %+v, verdict %v: want not local (reached at %s) and a passing verdict", m.Engine, m.Verdict.OK, eng.Host)
 	}

@@ -180,14 +180,7 @@ func (r *elsewhereRun) checkUntouched(t *testing.T) {
 // check passed on something not observed.
 func elsewhereRecord(t *testing.T, runDir string, code int, host string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runDir, runs.MetadataFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m runs.Metadata
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readRunMetadata(t, runDir)
 	if code == 0 || m.Engine.Local || !strings.Contains(m.Engine.Locality, host+", not a unix socket on this host") {
 		t.Errorf("exit %d, engine %+v: want a failed verdict and the engine recorded as not local, reached at %s", code, m.Engine, host)
 	}

@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // hxDoctorArtifacts are the files a doctor run of the default spec leaves.
@@ -594,4 +596,19 @@ func TestHarnessKeepAndJSON(t *testing.T) {
 		t.Fatalf("the printed command %q failed: %v\n%s", removal, err, out)
 	}
 	RequireNothingLeft(t, label)
+}
+
+// readRunMetadata reads a run directory's run-metadata.json as the
+// product writes it (runs.Metadata).
+func readRunMetadata(t *testing.T, runDir string) runs.Metadata {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(runDir, runs.MetadataFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m runs.Metadata
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

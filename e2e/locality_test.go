@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"io"
 	"net"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/enginever"
-	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
 // envRelay makes TestEngineRelayHelper a relay: "LISTEN,TARGET", two unix
@@ -126,14 +124,7 @@ func TestEngineNotLocal(t *testing.T) {
 // role observed hardened by a helper, no default route.
 func engineOnlyRecord(t *testing.T, runDir string) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runDir, runs.MetadataFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m runs.Metadata
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readRunMetadata(t, runDir)
 	if m.Engine.Local || !strings.Contains(m.Engine.Locality, "pid namespace") || !m.Verdict.OK {
 		t.Errorf("engine %+v, verdict %v: want not local, with the reason, and a passing verdict", m.Engine, m.Verdict.OK)
 	}
@@ -158,14 +149,7 @@ func engineOnlyRecord(t *testing.T, runDir string) {
 // observation failed with the reason.
 func notLocalRecord(t *testing.T, runDir string, code int) {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runDir, runs.MetadataFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m runs.Metadata
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readRunMetadata(t, runDir)
 	if code == 0 || m.Engine.Local || !strings.Contains(m.Engine.Locality, "pid namespace") {
 		t.Errorf("exit %d, engine %+v: want a failed verdict and the engine recorded as not local", code, m.Engine)
 	}

@@ -62,14 +62,7 @@ func rlRun(t *testing.T, eng *rootlesshost.Engine, bin, id string, env []string,
 // on cgroup v1, the limits the user accepted.
 func rlCheckRecord(t *testing.T, runDir string, noLimits bool) runs.Metadata {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(runDir, runs.MetadataFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var m runs.Metadata
-	if err := json.Unmarshal(b, &m); err != nil {
-		t.Fatal(err)
-	}
+	m := readRunMetadata(t, runDir)
 	if !m.Engine.Rootless || m.Engine.Arch == "" || m.Engine.Machine == "" || m.Engine.OS != "linux" {
 		t.Errorf("engine %+v: want rootless with its os, arch and machine", m.Engine)
 	}

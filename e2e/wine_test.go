@@ -26,7 +26,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"encoding/pem"
 	"fmt"
 	"io/fs"
@@ -38,7 +37,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/testutil/enginehost"
 )
 
@@ -220,14 +218,7 @@ func wineDoctorRecord(t *testing.T, eng *enginehost.Engine, id, runDir, stderr s
 	eoCheckObserved(t, runDir)
 	eoCheckDegradations(t, m)
 
-	b, err := os.ReadFile(filepath.Join(runDir, runs.MetadataFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var meta runs.Metadata
-	if err := json.Unmarshal(b, &meta); err != nil {
-		t.Fatal(err)
-	}
+	meta := readRunMetadata(t, runDir)
 	const locality = "this host runs windows, not Linux: the engine runs in a VM or elsewhere"
 	if meta.Engine.Local || meta.Engine.Locality != locality || !strings.HasPrefix(meta.Engine.Version, "26.") {
 		t.Errorf("engine %+v: want Docker 26, not local: %q", meta.Engine, locality)
