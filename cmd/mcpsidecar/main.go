@@ -11,18 +11,12 @@ import (
 	"syscall"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/cli"
-	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 )
 
 // exitForced is the status of a second, forcing signal (128+SIGINT).
 const exitForced = 130
 
 func main() {
-	// Before anything else: a held role waits for the harness (internal/hold).
-	if err := hold.FromEnv(hold.Timeout); err != nil {
-		fmt.Fprintln(os.Stderr, "mcpsidecar:", err)
-		os.Exit(1)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
 	// On Windows, Go delivers Ctrl-C and Ctrl-Break as os.Interrupt, and

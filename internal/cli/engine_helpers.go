@@ -106,7 +106,7 @@ func newObserveCmd(s Streams) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(*cobra.Command, []string) error {
-			st, err := inside.ObserveRole(timeout, func() { fmt.Fprintln(s.Err, inside.ObserveWatching) })
+			st, err := inside.ObserveRole(timeout)
 			if err != nil {
 				return fmt.Errorf("%s: %w", inside.ObserveCommand, err)
 			}

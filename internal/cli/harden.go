@@ -8,6 +8,7 @@ import (
 	"io"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 )
 
 // applyHarden is harden.Apply; tests replace it, since the real one
@@ -23,7 +24,8 @@ var applyRlimits = harden.ApplyRlimits
 // the probe never run unhardened. The resource limits in
 // $MCPSIDECAR_RLIMITS (a pod's, which takes no ulimits) are set first,
 // whenever given. Degradations are printed to errw; a layer the kernel
-// cannot enforce is exit code 5.
+// cannot enforce is exit code 5. Hardened, with its report written, the
+// role waits for its start hold, if any (holdRole).
 func hardenRole(role string, getenv func(string) string, errw io.Writer, required bool, reportDir string) error {
 	p, ok, err := harden.PolicyFromEnv(getenv)
 	if err != nil {
@@ -38,7 +40,7 @@ func hardenRole(role string, getenv func(string) string, errw io.Writer, require
 			return withHint(ExitUsage, fmt.Errorf("%s: %s is not set; refusing to run unhardened", role, harden.EnvPolicy),
 				"the harness sets it; on the host use: mcpsidecar run")
 		}
-		return nil
+		return holdRole()
 	}
 	rep, err := applyHarden(*p)
 	if limited != nil {
@@ -59,8 +61,15 @@ func hardenRole(role string, getenv func(string) string, errw io.Writer, require
 	if err != nil {
 		return fmt.Errorf("hardening %s: %w", role, err)
 	}
-	return nil
+	return holdRole()
 }
+
+// holdRole waits, before the role's work, for the start hold the harness
+// set (internal/hold), then unsets it so no child waits too. It comes
+// after the hardening: while the role waits, hardened, the harness reads
+// the kernel's account of it from outside and removes an old engine's
+// default route, so a role that ends fast cannot end unseen.
+func holdRole() error { return hold.FromEnv(hold.Timeout) }
 
 // setRlimits sets the limits in $MCPSIDECAR_RLIMITS, if any, and returns
 // their layer for the report.

@@ -80,7 +80,7 @@ func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string
 	}
 	rep, err := probe.Serve(ctx, pc, probe.Options{OutDir: o.out, SerializeEvidence: o.serializeEvidence, Progress: s.Out}, func() error {
 		if o.unhardened {
-			return nil
+			return holdRole()
 		}
 		return hardenRole("probe", getenv, s.Err, true, o.out)
 	})

@@ -1,11 +1,16 @@
-// Package hold owns both ends of the start hold. An engine older than 25
-// gives a container on an --internal network a default route; the harness
-// removes it from the container's network namespace before the role does
-// anything. So the plan starts such a container with [Env] naming a
-// release file in its output directory (host side: [Path] in the plan,
-// [Release] once the namespace is prepared), and the process waits for
-// that file before any work (container side: [FromEnv], first thing in
-// cmd/mcpsidecar).
+// Package hold owns both ends of the start hold. The harness holds each
+// role at start, hardened but before its work, while it looks at it from
+// outside: it reads the kernel's account of the role's process (seccomp,
+// no_new_privs, capabilities, uid), and on an engine older than 25, which
+// gives a container on an --internal network a default route, it removes
+// that route from the container's network namespace. A role that ends
+// fast cannot end unseen. So the plan starts such a container with [Env]
+// naming a release file in its output directory (host side: [Path] in the
+// plan, [Release] once the role is observed and its namespace prepared),
+// and the process waits for that file once it has hardened itself and
+// written its report, before any work (container side: [FromEnv] in the
+// roles' hardening, [Wait] in the launcher before it executes the
+// workload).
 package hold
 
 import (

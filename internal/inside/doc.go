@@ -25,8 +25,3 @@ const (
 // process ([ObserveRole]): how the host observes a role's hardening
 // through the engine alone, with no /proc of this host.
 const ObserveCommand = "observe-role"
-
-// ObserveWatching is the line the observe-role helper prints on stderr
-// once it has read the role's process: the host releases a held role
-// only after it.
-const ObserveWatching = "observe-role: watching"

@@ -15,18 +15,16 @@ import (
 // its status until it shows the role's own hardening applied (seccomp
 // filter mode with two filters or more, no_new_privs) or timeout passes;
 // it returns the last status read. It fails when no process other than
-// this one and docker-init was ever found. watching is called once, at
-// the first status read.
-func ObserveRole(timeout time.Duration, watching func()) (ProcStatus, error) {
+// this one and docker-init was ever found. A held role waits, hardened,
+// for its release (internal/hold), so the first reads that find it
+// hardened are what it runs with.
+func ObserveRole(timeout time.Duration) (ProcStatus, error) {
 	deadline := time.Now().Add(timeout)
 	var last ProcStatus
 	seen := false
 	for {
 		st, err := readRoleStatus()
 		if err == nil {
-			if !seen && watching != nil {
-				watching()
-			}
 			last, seen = st, true
 			if st.Seccomp == 2 && st.SeccompFilters >= 2 && st.NoNewPrivs {
 				return st, nil

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/noexec"
 )
 
@@ -30,8 +31,8 @@ import (
 const envStage = EnvStage
 
 // internalEnv are the launcher's own variables, removed from the
-// workload's environment.
-var internalEnv = []string{EnvStage, EnvShellAccess, EnvSelf, EnvExecAccepted}
+// workload's environment; the start hold's too (the launcher holds, once).
+var internalEnv = []string{EnvStage, EnvShellAccess, EnvSelf, EnvExecAccepted, hold.Env}
 
 // Options are a launch: the command, the environment, where the harden
 // report goes.
@@ -262,7 +263,13 @@ func workloadEnv(env []string) []string {
 	})
 }
 
+// execWorkload waits for the start hold, if any (internal/hold: the
+// harness reads the hardening from outside while the launcher waits,
+// hardened, with its report written), then executes the workload.
 func execWorkload(p Planned, env []string) error {
+	if err := hold.Wait(getenvFrom(env)(hold.Env), hold.Timeout); err != nil {
+		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: %w", err)}
+	}
 	err := syscall.Exec(p.Program, p.Argv, workloadEnv(env))
 	return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: executing %s: %w", p.Program, err)}
 }

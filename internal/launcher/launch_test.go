@@ -15,10 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/noexec"
 )
 
@@ -584,5 +586,55 @@ func TestLaunchRefusesExecWritable(t *testing.T) {
 	}
 	if err := checkWritable(&Options{}, basePolicy(mounted, plain), ""); !errors.As(err, &ee) || ee.Code != ExitUnavailable || !strings.Contains(err.Error(), plain) {
 		t.Errorf("a plain directory: %v, want exit %d naming it", err, ExitUnavailable)
+	}
+}
+
+// TestLaunchHolds: with the harness's start hold set, the launcher
+// hardens, writes its report, and only then waits: the workload runs only
+// once the release file exists, and never sees the hold's variable (it
+// would wait for a file that is gone). Both modes.
+func TestLaunchHolds(t *testing.T) {
+	py := python(t)
+	for _, shell := range []bool{false, true} {
+		t.Run(fmt.Sprintf("shell_access=%v", shell), func(t *testing.T) {
+			work := workDir(t)
+			release := filepath.Join(work, hold.File)
+			ran := filepath.Join(work, "ran")
+			errc := make(chan error, 1)
+			go func() {
+				deadline := time.Now().Add(30 * time.Second)
+				for {
+					if _, err := os.Stat(filepath.Join(work, harden.ReportFile)); err == nil {
+						break
+					}
+					if time.Now().After(deadline) {
+						errc <- errors.New("no report within 30s")
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				time.Sleep(200 * time.Millisecond)
+				if _, err := os.Stat(ran); err == nil {
+					errc <- errors.New("the workload ran before its release")
+					return
+				}
+				errc <- os.WriteFile(release, nil, 0o600)
+			}()
+			l := launchEnv(t, []string{hold.Env + "=" + release}, shell, work, listen(t), py, "-c",
+				`import os; open(os.environ["WORK"]+"/ran","w").write(os.environ.get("`+hold.Env+`", "unset"))`)
+			if err := <-errc; err != nil {
+				t.Fatal(err)
+			}
+			if l.code != 0 {
+				t.Fatalf("exit %d\nstderr:\n%s", l.code, l.stderr)
+			}
+			got, err := os.ReadFile(ran)
+			if err != nil || string(got) != "unset" {
+				t.Errorf("the workload saw the hold variable as %q (%v), want it unset", got, err)
+			}
+			if _, err := os.Lstat(release); err == nil {
+				t.Error("the release file was not consumed")
+			}
+		})
 	}
 }

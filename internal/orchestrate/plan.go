@@ -33,22 +33,25 @@ type Input struct {
 	Keep bool
 	// WorkloadArgs are appended to the agent container's command.
 	WorkloadArgs []string
-	// HoldInternal holds every internal-only container at start until the
-	// harness has prepared its network namespace (engines older than 25
-	// give such containers a default route, which the harness removes).
-	HoldInternal bool
+	// DropRoutes: the engine (older than 25) gives an internal-only
+	// container a default route; the harness removes it while the
+	// container is held (Step.DropRoute), before the role's work.
+	DropRoutes bool
 	// TraceParent is the run span's trace context (W3C traceparent,
 	// otelexport.RunTraceParent), given to the agent when the spec relays
 	// its telemetry.
 	TraceParent string
-	// HoldIsolated also holds a container with no network at all (the
-	// engine-only path: its outside observation must begin before it
-	// runs, or a short workload ends unseen).
-	HoldIsolated bool
+	// HoldAll holds every role's container at start, hardened and before
+	// its work, until the harness has observed it from outside (and
+	// removed its route, DropRoutes): a role that ends fast cannot end
+	// unseen. Not a Squid gateway, nor a role whose command CmdOverride
+	// replaces: neither runs our role code, which waits for the release.
+	HoldAll bool
 	// Token is appended to the run id in Docker names (see dockerID).
 	Token string
 	// CmdOverride replaces a role's command (tests: a workload that runs
-	// past its timeout, a gateway that cannot start).
+	// past its timeout, a gateway that cannot start). Such a role is not
+	// held (HoldAll, DropRoutes).
 	CmdOverride map[string][]string
 	// GatewayEngine is EngineOurs (also when empty) or EngineSquid, which
 	// runs SquidImage with the profile's squid.conf (see squid.go).
@@ -88,6 +91,9 @@ type Step struct {
 	// Hold: the role waits for hold.File in its output directory; see
 	// Session.Prepare and Session.Release.
 	Hold bool `json:"hold,omitempty"`
+	// DropRoute: while the role is held, the harness removes the default
+	// route an old engine gave it (Input.DropRoutes).
+	DropRoute bool `json:"drop_route,omitempty"`
 	// StopAfter are the roles whose containers must have exited before
 	// this one is signalled to stop: they still use it while they stop.
 	StopAfter []string `json:"stop_after,omitempty"`
@@ -231,21 +237,21 @@ func (in Input) step(role string) (Step, error) {
 		MaskedPaths: c.MaskedPaths, DNS: []string{}, DNSOptions: []string{},
 		StopTimeout: 5 * time.Second,
 	}
-	held := false
 	var hosts []HostAlias
-	if len(c.Networks) > 0 && !contains(c.Networks, spec.NetEgress) {
+	internalOnly := len(c.Networks) > 0 && !contains(c.Networks, spec.NetEgress)
+	if internalOnly {
 		isolateDNS(&cs)
-		held = in.HoldInternal
 		hosts = in.peers(role)
 	}
-	if len(c.Networks) == 0 {
-		held = in.HoldIsolated
-	}
+	_, overridden := in.CmdOverride[role]
+	squid := role == RoleGateway && in.GatewayEngine == EngineSquid
+	dropRoute := in.DropRoutes && internalOnly && !overridden
+	held := (in.HoldAll && !overridden && !squid) || dropRoute
 	if held {
 		cs.Env = append(cs.Env, dockerx.EnvVar{Name: hold.Env, Value: hold.Path(target)})
 		sort.Slice(cs.Env, func(i, j int) bool { return cs.Env[i].Name < cs.Env[j].Name })
 	}
-	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent, Hold: held, Hosts: hosts}
+	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent, Hold: held, DropRoute: dropRoute, Hosts: hosts}
 	switch role {
 	case RoleGateway:
 		st.Ready = &Readiness{Port: spec.GatewayPort, Path: "/healthz"}

@@ -19,7 +19,7 @@ import (
 
 func inputOld(t *testing.T, s *spec.Spec, w Workload) Input {
 	in := input(t, s, w)
-	in.HoldInternal = true
+	in.DropRoutes = true
 	return in
 }
 
@@ -232,24 +232,63 @@ func TestSidecarCmd(t *testing.T) {
 	}
 }
 
-// TestHoldIsolated: on the engine-only path a container with no network
-// is held at start too (its observation must begin before it runs);
-// otherwise it is not, and a container with networks keeps its rule.
-func TestHoldIsolated(t *testing.T) {
-	for _, want := range []bool{false, true} {
-		in := input(t, specWith(), WorkloadProbe)
-		in.HoldIsolated = want
-		p, err := NewPlan(in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p.Containers) != 1 || p.Containers[0].Spec.Networks[0].Network != "none" {
-			t.Fatalf("want one container with no network, got %+v", p.Containers)
-		}
-		st := p.Containers[0]
-		held := slices.ContainsFunc(st.Spec.Env, func(e dockerx.EnvVar) bool { return e.Name == hold.Env })
-		if st.Hold != want || held != want {
-			t.Errorf("HoldIsolated %v: step held %v, hold variable %v", want, st.Hold, held)
-		}
+// TestHoldAll: with HoldAll every role that runs our role code is held
+// at start (its outside observation comes before its work), a Squid
+// gateway and a role whose command is replaced are not (neither waits
+// for a release); the old engine's route is removed only from an
+// internal-only container, and never from one that is not held.
+func TestHoldAll(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		mutate    func(*Input)
+		held      map[string]bool
+		dropRoute map[string]bool
+	}{
+		{"off", func(*Input) {}, map[string]bool{}, map[string]bool{}},
+		{"all", func(in *Input) { in.HoldAll = true },
+			map[string]bool{RoleGateway: true, RoleSidecar: true, RoleAgent: true}, map[string]bool{}},
+		{"old engine only", func(in *Input) { in.DropRoutes = true },
+			map[string]bool{RoleSidecar: true, RoleAgent: true}, map[string]bool{RoleSidecar: true, RoleAgent: true}},
+		{"all, old engine", func(in *Input) { in.HoldAll, in.DropRoutes = true, true },
+			map[string]bool{RoleGateway: true, RoleSidecar: true, RoleAgent: true}, map[string]bool{RoleSidecar: true, RoleAgent: true}},
+		{"squid", func(in *Input) {
+			in.HoldAll, in.DropRoutes = true, true
+			in.GatewayEngine, in.SquidImage = EngineSquid, "mcpsidecar-squid:local"
+		}, map[string]bool{RoleSidecar: true, RoleAgent: true}, map[string]bool{RoleSidecar: true, RoleAgent: true}},
+		{"replaced command", func(in *Input) {
+			in.HoldAll, in.DropRoutes = true, true
+			in.CmdOverride = map[string][]string{RoleAgent: {"x-sleep", "1s"}}
+		}, map[string]bool{RoleGateway: true, RoleSidecar: true}, map[string]bool{RoleSidecar: true}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := input(t, defaultSpec(t), WorkloadAgent)
+			tt.mutate(&in)
+			p, err := NewPlan(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(p.Containers) != 3 {
+				t.Fatalf("want gateway, sidecar and agent, got %d steps", len(p.Containers))
+			}
+			for _, st := range p.Containers {
+				held := slices.ContainsFunc(st.Spec.Env, func(e dockerx.EnvVar) bool { return e.Name == hold.Env })
+				if st.Hold != tt.held[st.Role] || held != tt.held[st.Role] {
+					t.Errorf("%s: step held %v, hold variable %v, want %v", st.Role, st.Hold, held, tt.held[st.Role])
+				}
+				if st.DropRoute != tt.dropRoute[st.Role] {
+					t.Errorf("%s: DropRoute %v, want %v", st.Role, st.DropRoute, tt.dropRoute[st.Role])
+				}
+			}
+		})
+	}
+	// A container with no network is held too.
+	in := input(t, specWith(), WorkloadProbe)
+	in.HoldAll = true
+	p, err := NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Containers) != 1 || p.Containers[0].Spec.Networks[0].Network != "none" || !p.Containers[0].Hold || p.Containers[0].DropRoute {
+		t.Fatalf("want one held container with no network and no route to drop, got %+v", p.Containers)
 	}
 }

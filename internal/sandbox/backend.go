@@ -69,18 +69,17 @@ func (dockerBackend) Preflight(ctx context.Context, r *Job) error {
 	return r.j.checkEngineInfo(ctx, r.j.version)
 }
 
-// input chooses where the output goes (outputvolume.go, wantVolumes):
-// in engine volumes, the roles are held at start until their outside
-// observation has begun (a network-less agent too), as on an old engine
-// until their route is gone.
+// input chooses where the output goes (outputvolume.go, wantVolumes),
+// and holds every role at start, hardened, until the host has read its
+// process from outside (prepareHeld), on an old engine until its route
+// is gone too.
 func (dockerBackend) Input(r *Job, in *orchestrate.Input) error {
 	j := r.j
 	var err error
 	if j.volumeMode, err = j.wantVolumes(); err != nil {
 		return err
 	}
-	in.HoldInternal = in.HoldInternal || j.volumeMode
-	in.HoldIsolated = j.volumeMode
+	in.HoldAll = true
 	return nil
 }
 

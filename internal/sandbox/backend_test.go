@@ -44,7 +44,7 @@ func (b *fakeBackend) Name() string { return "fake" }
 func (b *fakeBackend) Preflight(context.Context, *Job) error { return b.call("preflight") }
 
 func (b *fakeBackend) Input(_ *Job, in *orchestrate.Input) error {
-	in.HoldInternal = false
+	in.DropRoutes = false
 	return b.call("input")
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx/dockerxtest"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -244,9 +245,10 @@ func assertAllRemoved(t *testing.T, f *dockerxtest.Engine) {
 }
 
 // TestLifecyclePhaseOrder: the phases come in the documented order, the
-// plan's from the plan; the engine sees the networks, then every
-// container created in the gateway's phase (the others beside the
-// gateway's start), each role started in the plan's order, then removal.
+// plan's from the plan; the engine sees the networks first, each
+// container created before it is started (the others are created, and
+// the held sidecar started, beside the gateway's start: that overlap is
+// a race here), the workload attached and started last, then removal.
 func TestLifecyclePhaseOrder(t *testing.T) {
 	r := newRig(t, orchestrate.WorkloadCheck)
 	res, err := r.run(context.Background())
@@ -258,11 +260,27 @@ func TestLifecyclePhaseOrder(t *testing.T) {
 		t.Errorf("phases (-want +got):\n%s", diff)
 	}
 	order := engineOrder(r.f.CallList())
-	wantOrder := []string{"create-network mcpsidecar", "create-network mcpsidecar",
-		"create egress-gateway", "create mcp-sidecar", "create sandbox-agent",
-		"start id-egress-gateway", "start id-mcp-sidecar", "attach id-sandbox-agent", "start id-sandbox-agent"}
-	if diff := cmp.Diff(wantOrder, order); diff != "" {
-		t.Errorf("engine order (-want +got):\n%s\ncalls %q", diff, r.f.CallList())
+	at := func(e string) int {
+		i := slices.Index(order, e)
+		if i < 0 {
+			t.Fatalf("%q not seen: %q", e, order)
+		}
+		return i
+	}
+	before := [][2]string{
+		{"create-network mcpsidecar", "create egress-gateway"},
+		{"create egress-gateway", "start id-egress-gateway"}, {"create mcp-sidecar", "start id-mcp-sidecar"},
+		{"create sandbox-agent", "attach id-sandbox-agent"}, {"attach id-sandbox-agent", "start id-sandbox-agent"},
+		{"start id-egress-gateway", "start id-sandbox-agent"}, {"start id-mcp-sidecar", "start id-sandbox-agent"},
+	}
+	for _, b := range before {
+		if at(b[0]) > at(b[1]) {
+			t.Errorf("%q came after %q: %q", b[0], b[1], order)
+		}
+	}
+	if order[len(order)-1] != "start id-sandbox-agent" || strings.Count(strings.Join(order, "\n"), "create-network") != 2 ||
+		!strings.HasPrefix(order[0], "create-network") || !strings.HasPrefix(order[1], "create-network") {
+		t.Errorf("want the two networks first and the workload's start last: %q", order)
 	}
 	assertAllRemoved(t, r.f)
 	// The fake roles write their harden reports and the workload its
@@ -284,27 +302,20 @@ func TestLifecyclePhaseOrder(t *testing.T) {
 	}
 }
 
-// engineOrder is the creations, starts and attaches among calls, without
-// the run id in the names: the network creations, then the container
-// creations (made beside the gateway's start, so sorted and put before
-// it when they all come before the sidecar's start), then the starts and
-// attaches in their order.
+// engineOrder is the creations, starts and attaches among calls, in
+// order, each container named by its role's prefix.
 func engineOrder(calls []string) []string {
-	var nets, creates, rest []string
+	var order []string
 	for _, c := range calls {
 		verb, arg, _ := strings.Cut(c, " ")
-		name := verb + " " + strings.SplitN(arg, "-run-", 2)[0]
-		switch {
-		case verb == "create-network" && len(creates)+len(rest) == 0:
-			nets = append(nets, "create-network mcpsidecar") // network names carry the run id; only their place matters
-		case verb == "create" && !slices.Contains(rest, "start id-mcp-sidecar"):
-			creates = append(creates, name)
-		case verb == "create-network", verb == "create", verb == "start", verb == "attach":
-			rest = append(rest, name)
+		switch verb {
+		case "create-network":
+			order = append(order, "create-network mcpsidecar") // network names carry the run id
+		case "create", "start", "attach":
+			order = append(order, verb+" "+strings.SplitN(arg, "-run-", 2)[0])
 		}
 	}
-	slices.Sort(creates)
-	return append(append(nets, creates...), rest...)
+	return order
 }
 
 // TestLifecycleOldEngineOrder: on an engine that needs holds, the sidecar's
@@ -583,7 +594,7 @@ func TestLifecycleTornRunIsCollected(t *testing.T) {
 		t.Errorf("containers (-want +got):\n%s", diff)
 	}
 	for _, c := range res.Metadata.Containers {
-		if c.ExitCode != nil && c.Role != orchestrate.RoleGateway {
+		if c.ExitCode != nil && c.Role == orchestrate.RoleAgent {
 			t.Errorf("%s has an exit code (%d) but never started", c.Role, *c.ExitCode)
 		}
 	}
@@ -591,10 +602,16 @@ func TestLifecycleTornRunIsCollected(t *testing.T) {
 	if c := res.Metadata.Verdict.Checks; len(c) == 0 || c[0].Name != "workload ran" || c[0].OK {
 		t.Errorf("verdict checks %+v", c)
 	}
+	// The sidecar may have been started ahead, held (its start overlaps
+	// the gateway's); it was never released, and the workload never
+	// started.
 	for _, c := range r.f.CallList() {
-		if strings.HasPrefix(c, "start id-sandbox-agent") || strings.HasPrefix(c, "start id-mcp-sidecar") || strings.HasPrefix(c, "attach ") {
+		if strings.HasPrefix(c, "start id-sandbox-agent") || strings.HasPrefix(c, "attach ") {
 			t.Errorf("%q after the gateway failed", c)
 		}
+	}
+	if _, err := os.Lstat(filepath.Join(res.RunDir, orchestrate.RoleSidecar, hold.File)); err == nil {
+		t.Error("the sidecar was released after the gateway failed")
 	}
 }
 

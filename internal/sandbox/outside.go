@@ -40,17 +40,21 @@ func newObserver() *observer {
 // reads its process status, through its init proven to be on this host
 // (c.Process). It gives up when the process is gone or at close. Without
 // a proven process it reads nothing: when the proof failed the
-// observation says why (Unproven), and its check fails.
-func (o *observer) watch(role, reportPath string, c *orchestrate.Container) {
+// observation says why (Unproven), and its check fails. The channel it
+// returns is closed once the observation is recorded.
+func (o *observer) watch(role, reportPath string, c *orchestrate.Container) <-chan struct{} {
+	done := make(chan struct{})
 	if c.Process == nil {
 		o.record(role, unobserved(c.Pid, c.ProcessErr))
-		return
+		close(done)
+		return done
 	}
 	p := c.Process
 	ended := p.WatchExit(o.stop)
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
+		defer close(done)
 		tick := time.NewTicker(observeEvery)
 		defer tick.Stop()
 		for {
@@ -60,15 +64,18 @@ func (o *observer) watch(role, reportPath string, c *orchestrate.Container) {
 			}
 			select {
 			case <-ended:
-				o.record(role, runs.Observation{Detail: "not observed: the process ended before it wrote its hardening report"})
+				o.record(role, runs.Observation{Detail: "not observed: the process ended before it wrote its hardening report",
+					Unproven: "the process ended before it wrote its hardening report"})
 				return
 			case <-o.stop:
-				o.record(role, runs.Observation{Detail: "not observed: the role wrote no hardening report while it ran"})
+				o.record(role, runs.Observation{Detail: "not observed: the role wrote no hardening report while it ran",
+					Unproven: "the role wrote no hardening report while it ran"})
 				return
 			case <-tick.C:
 			}
 		}
 	}()
+	return done
 }
 
 // unobserved is the observation of a container whose init was not proven
@@ -81,7 +88,8 @@ func unobserved(pid int, err error) runs.Observation {
 		why := "no process id: the engine reported no running process when the container was inspected"
 		return runs.Observation{Detail: "not observed: " + why, Unproven: why}
 	case errors.Is(err, dockerx.ErrProcessGone):
-		return runs.Observation{Detail: "not observed: the process ended before it could be read"}
+		why := "the process ended before it could be read"
+		return runs.Observation{Detail: "not observed: " + why, Unproven: why}
 	}
 	return runs.Observation{Detail: "not observed: " + err.Error(), Unproven: err.Error()}
 }
@@ -92,7 +100,7 @@ func observe(p dockerx.Process) runs.Observation {
 		return unobserved(p.Pid(), err)
 	}
 	if err != nil {
-		return runs.Observation{Detail: "not observed: " + err.Error()}
+		return runs.Observation{Detail: "not observed: " + err.Error(), Unproven: err.Error()}
 	}
 	return runs.Observation{Seen: true, Seccomp: st.Seccomp, SeccompFilters: st.SeccompFilters,
 		NoNewPrivs: st.NoNewPrivs, CapEff: fmt.Sprintf("%016x", st.CapEff), UID: st.UID}
@@ -127,10 +135,11 @@ func (o *observer) close() map[string]runs.Observation {
 	return o.seen
 }
 
-// observeRole starts watching role's container, if it ran.
+// observeRole starts watching role's container, if it ran and was not
+// held (a held role is observed before its release, observeHeld).
 func (j *job) observeRole(role string) {
 	c := j.sess.Find(role)
-	if c == nil || j.obs == nil || (role == orchestrate.RoleGateway && j.o.squid()) {
+	if c == nil || j.obs == nil || (role == orchestrate.RoleGateway && j.o.squid()) || !j.obs.claim(role) {
 		return
 	}
 	if j.volumes != nil { // the report is in an engine volume: look through the engine
@@ -138,6 +147,31 @@ func (j *job) observeRole(role string) {
 		return
 	}
 	j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c)
+}
+
+// observeHeld reads a held role's process from outside before its
+// release (prepareHeld). The role waits for the release hardened, its
+// report written (internal/hold), so what is read is what it runs with,
+// and it cannot end before it is read: through a helper on the
+// engine-only path (startObserving, which waits for the answer), through
+// its init proven to be on this host otherwise, once its report exists.
+// Past helperTimeout the role is released unread, and its check fails.
+func (j *job) observeHeld(ctx context.Context, c *orchestrate.Container) {
+	role := c.Step.Role
+	if j.obs == nil || !j.obs.claim(role) {
+		return
+	}
+	if j.volumes != nil {
+		j.startObserving(ctx, c, true)
+		return
+	}
+	timer := time.NewTimer(helperTimeout)
+	defer timer.Stop()
+	select {
+	case <-j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c):
+	case <-timer.C:
+	case <-ctx.Done():
+	}
 }
 
 func (j *job) hardenPolicy(role string) harden.Policy {

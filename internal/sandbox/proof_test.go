@@ -171,8 +171,8 @@ func TestLifecycleOldEngineRoutes(t *testing.T) {
 // reported no process for was not looked at, and its check fails too
 // (found by TestEngineElsewhere: an agent that had ended before it was
 // inspected passed as "not observed: no process id"). One seen to end
-// before it could be read passes with that detail (the observation race,
-// issue 29).
+// before it could be read fails too: it was not looked at (every role is
+// held, hardened, until it is read; observeHeld).
 func TestUnobserved(t *testing.T) {
 	for _, tt := range []struct {
 		name     string
@@ -182,7 +182,7 @@ func TestUnobserved(t *testing.T) {
 		ok       bool
 	}{
 		{"no process id", 0, nil, true, false},
-		{"ended", 42, fmt.Errorf("process 42: %w", dockerx.ErrProcessGone), false, true},
+		{"ended", 42, fmt.Errorf("process 42: %w", dockerx.ErrProcessGone), true, false},
 		{"not on this host", 42, fmt.Errorf("%w (%s)", dockerx.ErrNotOnThisHost, remote), true, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

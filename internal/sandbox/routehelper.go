@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"net"
 	"strconv"
@@ -88,25 +87,6 @@ func (h *helper) remove(ctx context.Context) {
 	}
 }
 
-// awaitWatching waits until an observe-role helper says it has read the
-// role's process (inside.ObserveWatching on its stderr), or has ended.
-func (h *helper) awaitWatching(ctx context.Context) error {
-	for {
-		var errb capBuffer
-		if err := h.j.engine.Logs(ctx, h.id, io.Discard, &errb); err != nil {
-			return fmt.Errorf("reading helper %s's output: %w", h.name, err)
-		}
-		if bytes.Contains(errb.Bytes(), []byte(inside.ObserveWatching)) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("helper %s never read the role's process: %w", h.name, ctx.Err())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
 // finish waits for the helper's end, reads its output and removes it.
 func (h *helper) finish(ctx context.Context) ([]byte, error) {
 	defer h.remove(ctx)
@@ -167,33 +147,34 @@ func (j *job) helperSpec(c *orchestrate.Container, kind string, cmd []string) do
 // startObserving reads a role's process from outside through the engine
 // alone: a helper that shares only the role container's pid namespace
 // (observe-role) waits for the role's own hardening and prints the
-// kernel's status of its process. It returns once the helper runs (a
-// held role, released after, cannot end unseen); the observation is
-// recorded when the helper ends. A role the helper could not read is not
-// observed, and that fails its check (Unproven): it was not looked at.
-// A role is observed once. held: the role waits for its release, and
-// startObserving returns only once the helper has read its process.
+// kernel's status of its process. A role the helper could not read is
+// not observed, and that fails its check (Unproven): it was not looked
+// at. held: the role waits, hardened, for its release, and
+// startObserving returns once the helper has answered and the answer is
+// recorded; otherwise it returns once the helper runs, and the answer is
+// recorded when it ends. The caller has claimed the role (observer.claim).
 func (j *job) startObserving(ctx context.Context, c *orchestrate.Container, held bool) {
 	role := c.Step.Role
-	if j.obs == nil || !j.obs.claim(role) {
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
 	hs := j.helperSpec(c, "observe", []string{inside.ObserveCommand, "--timeout", "20s"})
 	hs.PidMode = "container:" + c.ID
 	h, err := j.startHelper(ctx, hs)
-	if err == nil && held {
-		err = h.awaitWatching(ctx)
-	}
-	j.obs.wg.Add(1)
-	go func() {
-		defer j.obs.wg.Done()
+	finish := func() {
 		defer cancel()
 		var out []byte
 		if err == nil {
 			out, err = h.finish(ctx)
 		}
 		j.obs.record(role, helperObservation(out, err))
+	}
+	if held {
+		finish()
+		return
+	}
+	j.obs.wg.Add(1)
+	go func() {
+		defer j.obs.wg.Done()
+		finish()
 	}()
 }
 

@@ -156,6 +156,7 @@ type job struct {
 	agentExit  *int
 	running    *orchestrate.Running
 	obs        *observer  // reads each role's process from outside (outside.go)
+	observeAll bool       // the backend holds and observes every role (verdict.Record.ObserveAll)
 	outCap     *outputCap // stops a role whose output passes its cap (outputcap.go)
 	capOver    map[string]string
 	watchStop  context.CancelFunc // ends Options.Watch

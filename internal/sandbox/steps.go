@@ -46,6 +46,7 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			return err
 		}
 	}
+	j.observeAll = in.HoldAll                  // every held role is read from outside (observeHeld)
 	if j.mcp, err = mcpPlan(&in); err != nil { // mcp.go
 		return err
 	}
@@ -77,7 +78,7 @@ func (j *job) makeRunDir(ctx context.Context) error {
 	}
 	j.sess = newSession(j.engine, plan)
 	j.obs = newObserver()
-	j.sess.Prepare = j.dropDefaultRoute
+	j.sess.Prepare = j.prepareHeld
 	if j.volumes != nil {
 		j.sess.AwaitReady = j.awaitReadyByHelper // outputvolume.go's engine-only path
 	}
@@ -120,23 +121,32 @@ func (j *job) stopWatch() {
 	j.watchStop = nil
 }
 
-// dropDefaultRoute removes the default route an old engine gives a
-// container on an internal network. When the host cannot (not root), the
-// run goes on with the route, recorded as a degradation. When the
-// container's init is not proven to be on this host, nothing is entered
-// and the run stops. Threat: the pid the engine reported names another
-// process here (a remote or virtualised engine); entering its namespace
-// as root would delete a default route of whatever namespace it is in,
-// this host's own included.
-func (j *job) dropDefaultRoute(ctx context.Context, c *orchestrate.Container) error {
-	if j.volumes != nil { // the engine-only path: helpers in the container's namespaces
-		if j.oldEngine() {
-			if err := j.dropRouteByHelper(ctx, c); err != nil {
-				return err
-			}
+// prepareHeld looks at a held role before it is released: its old
+// engine's default route removed (Step.DropRoute), then its hardening
+// read from outside (observeHeld). The role waits, hardened, for the
+// release that follows.
+func (j *job) prepareHeld(ctx context.Context, c *orchestrate.Container) error {
+	if c.Step.DropRoute {
+		if err := j.dropDefaultRoute(ctx, c); err != nil {
+			return err
 		}
-		j.startObserving(ctx, c, true) // before the role is released: it cannot end unseen
-		return nil
+	}
+	j.observeHeld(ctx, c)
+	return nil
+}
+
+// dropDefaultRoute removes the default route an old engine gives a
+// container on an internal network. On the engine-only path a helper in
+// the container's network namespace does it. Otherwise, when the host
+// cannot (not root), the run goes on with the route, recorded as a
+// degradation. When the container's init is not proven to be on this
+// host, nothing is entered and the run stops. Threat: the pid the engine
+// reported names another process here (a remote or virtualised engine);
+// entering its namespace as root would delete a default route of
+// whatever namespace it is in, this host's own included.
+func (j *job) dropDefaultRoute(ctx context.Context, c *orchestrate.Container) error {
+	if j.volumes != nil {
+		return j.dropRouteByHelper(ctx, c)
 	}
 	role := c.Step.Role
 	if c.Process == nil {
@@ -226,7 +236,7 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv, orchestrate.RoleGateway: creds.Gateway},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels, Keep: j.o.Keep,
 		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
-		TraceParent: otelexport.RunTraceParent(j.dir.ID), HoldInternal: j.oldEngine(), GatewayEngine: j.o.GatewayEngine, SquidImage: j.o.SquidImage,
+		TraceParent: otelexport.RunTraceParent(j.dir.ID), DropRoutes: j.oldEngine(), GatewayEngine: j.o.GatewayEngine, SquidImage: j.o.SquidImage,
 	}, nil
 }
 

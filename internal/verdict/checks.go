@@ -82,19 +82,19 @@ func ReportCheck(role string, pol harden.Policy, h runs.RoleHardening, exit *int
 }
 
 // ObservedCheck judges what the host read of the process. Two seccomp
-// filters at least: Docker's profile and the role's own. One the host
-// could not prove to be the container's, or could not read at all, fails
-// with that reason: it was not looked at, so it cannot pass, and what
-// another process shows says nothing of the sandbox.
+// filters at least: Docker's profile and the role's own. A process that
+// was not read fails with the reason: one the host could not prove to be
+// the container's, could not read at all, or that ended first. It was
+// not looked at, so it cannot pass, and what another process shows says
+// nothing of the sandbox. (The Docker backend holds each role, hardened,
+// until it is read: a role that ends fast is read before it runs.)
 func ObservedCheck(role string, ob runs.Observation) runs.Check {
 	c := runs.Check{Name: role + " hardening seen from outside"}
 	if !ob.Seen {
-		// Unproven: not looked at (another process, or no process id), so
-		// it cannot pass. A process seen to end before it could be read
-		// passes with that detail: the observation races a role that ends
-		// fast (issue 29, the observation race; a role read while held
-		// would close it).
-		c.OK, c.Detail = ob.Unproven == "", ob.Detail
+		c.Detail = ob.Detail
+		if c.Detail == "" {
+			c.Detail = "not observed"
+		}
 		return c
 	}
 	var bad []string

@@ -59,7 +59,8 @@ func TestObservedCheck(t *testing.T) {
 		{"no no_new_privs", func(o *runs.Observation) { o.NoNewPrivs = false }, false, "no_new_privs"},
 		{"capabilities", func(o *runs.Observation) { o.CapEff = "00000000a80425fb" }, false, "capabilities"},
 		{"root", func(o *runs.Observation) { o.UID = 0 }, false, "root"},
-		{"not seen", func(o *runs.Observation) { *o = runs.Observation{Detail: "not observed: gone"} }, true, "not observed"},
+		{"not seen", func(o *runs.Observation) { *o = runs.Observation{Detail: "not observed: gone"} }, false, "not observed: gone"},
+		{"not seen, no detail", func(o *runs.Observation) { *o = runs.Observation{} }, false, "not observed"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ob := good
@@ -69,5 +70,38 @@ func TestObservedCheck(t *testing.T) {
 				t.Errorf("got ok=%v %q, want ok=%v containing %q", c.OK, c.Detail, tt.ok, tt.detail)
 			}
 		})
+	}
+}
+
+// TestObserveAll: on a backend that observes every role, a started role
+// with no observation fails its outside check (it was not looked at); a
+// role that never started, and a Squid gateway, are not judged; a
+// backend that does not observe gets no such check.
+func TestObserveAll(t *testing.T) {
+	zero := 0
+	r := Record{
+		ObserveAll: true, Squid: true,
+		Containers: []Container{
+			{Role: roleGateway, Started: true, ExitCode: &zero},
+			{Role: "mcp-sidecar", Started: true, ExitCode: &zero},
+			{Role: "agent", Workload: true},
+		},
+		Observed: map[string]runs.Observation{},
+	}
+	var got []runs.Check
+	for _, c := range hardeningChecks(r) {
+		if strings.HasSuffix(c.Name, "seen from outside") {
+			got = append(got, c)
+		}
+	}
+	if len(got) != 1 || got[0].Name != "mcp-sidecar hardening seen from outside" || got[0].OK ||
+		!strings.Contains(got[0].Detail, "no observation") {
+		t.Fatalf("got %+v, want one failed check for the started sidecar", got)
+	}
+	r.ObserveAll = false
+	for _, c := range hardeningChecks(r) {
+		if strings.HasSuffix(c.Name, "seen from outside") {
+			t.Errorf("a backend that does not observe got %+v", c)
+		}
 	}
 }

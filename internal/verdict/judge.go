@@ -50,6 +50,10 @@ type Record struct {
 	// what was seen of its process from outside (runs.Metadata).
 	Hardening map[string]runs.RoleHardening
 	Observed  map[string]runs.Observation
+	// ObserveAll: the backend reads every started role's process from
+	// outside (but a Squid gateway's); a started role with no
+	// observation fails its check, as one that could not be read.
+	ObserveAll bool
 	// Policies are the roles' hardening policies.
 	Policies map[string]harden.Policy
 	// OutputOver says, for each role whose output passed its cap, what did.
@@ -135,7 +139,12 @@ func hardeningChecks(r Record) []runs.Check {
 			continue // Squid applies no in-process layer (a recorded degradation)
 		}
 		checks = append(checks, ReportCheck(c.Role, r.Policies[c.Role], r.Hardening[c.Role], c.ExitCode))
-		if ob, ok := r.Observed[c.Role]; ok {
+		ob, ok := r.Observed[c.Role]
+		if !ok && r.ObserveAll && c.Started {
+			why := "the host made no observation of the role's process"
+			ob, ok = runs.Observation{Detail: "not observed: " + why, Unproven: why}, true
+		}
+		if ok {
 			checks = append(checks, ObservedCheck(c.Role, ob))
 		}
 	}

@@ -93,7 +93,7 @@ func (b *kubeBackend) Preflight(ctx context.Context, r *sandbox.Job) error {
 // engine's default route has no counterpart on a pod (a pod's routes are
 // the network plugin's), and nothing would release it.
 func (b *kubeBackend) Input(_ *sandbox.Job, in *orchestrate.Input) error {
-	in.HoldInternal, in.HoldIsolated = false, false
+	in.DropRoutes, in.HoldAll = false, false
 	return nil
 }
 

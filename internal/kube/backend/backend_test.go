@@ -26,12 +26,12 @@ import (
 // TestKubeBackendInput: the Kubernetes backend holds no role at start
 // (an old Docker engine's hold has nothing to release it on a pod).
 func TestKubeBackendInput(t *testing.T) {
-	in := orchestrate.Input{HoldInternal: true}
+	in := orchestrate.Input{DropRoutes: true, HoldAll: true}
 	if err := New(&Config{}).Input(nil, &in); err != nil {
 		t.Fatal(err)
 	}
-	if in.HoldInternal {
-		t.Error("HoldInternal is still true on the Kubernetes backend")
+	if in.DropRoutes || in.HoldAll {
+		t.Errorf("the Kubernetes backend keeps a hold: DropRoutes %v, HoldAll %v", in.DropRoutes, in.HoldAll)
 	}
 }
 
