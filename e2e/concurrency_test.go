@@ -68,7 +68,7 @@ func TestConcurrentDoctors(t *testing.T) {
 	t.Logf("%d concurrent doctors took %s", concurrentDoctors, time.Since(start).Round(time.Millisecond))
 	for i, code := range codes {
 		if code != 0 {
-			t.Errorf("doctor %d exited %d; stderr:\n%s", i, code, hxTail(clis[i].Stderr.String(), 20))
+			t.Errorf("doctor %d exited %d; stderr:\n%s", i, code, hxTail(clis[i].Stderr.String(), 2000))
 		}
 	}
 	RequireNothingLeft(t, label)
