@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -483,15 +484,23 @@ func TestHarnessGatewayFailsToStart(t *testing.T) {
 	RequireNothingLeft(t, label)
 	runDir := hxOnlyRun(t, runsDir)
 	m := hxReadMeta(t, runDir)
-	// The containers are created up front, and on an engine that needs
-	// holds the sidecar's is started, held, while the gateway becomes
-	// ready (orchestrate.Session.Apply): so they are in the record. The
-	// sidecar never got past its hold (no start results, no hardening
-	// report) and the agent never started (no exit code).
-	for _, f := range []string{"mcp-sidecar-start-results.json", "sidecar-harden-report.json"} {
-		if _, err := os.Stat(filepath.Join(runDir, f)); err == nil {
-			t.Errorf("the sidecar ran after the gateway failed: %s exists", f)
-		}
+	// The containers are created up front, and the sidecar's is started,
+	// held, while the gateway becomes ready (orchestrate.Session.Apply):
+	// so they are in the record. The sidecar hardened itself and waited
+	// (internal/hold), but never got past its hold: no start results,
+	// never said it was listening (it logs that once released); stopped
+	// while held, it ended at once, not killed after the grace (137).
+	// The agent never started (no exit code).
+	if _, err := os.Stat(filepath.Join(runDir, "mcp-sidecar-start-results.json")); err == nil {
+		t.Error("the sidecar ran after the gateway failed: mcp-sidecar-start-results.json exists")
+	}
+	if b, err := os.ReadFile(filepath.Join(runDir, "mcp-sidecar-logs.json")); err == nil && strings.Contains(string(b), "sidecar listening") {
+		t.Errorf("the sidecar was released after the gateway failed: its logs say it listened:\n%s", b)
+	}
+	if exit, _, ok := m.role("sidecar"); !ok {
+		t.Error("the sidecar's container, created and started ahead, is not in the record")
+	} else if exit == nil || *exit == 137 {
+		t.Errorf("the held sidecar's exit code is %v: a role stopped while held must end at once, not be killed after the stop's grace (137)", fmtExit(exit))
 	}
 	if exit, _, _ := m.role("agent"); exit != nil {
 		t.Errorf("the agent ran after the gateway failed (exit code %d)", *exit)
@@ -611,4 +620,12 @@ func readRunMetadata(t *testing.T, runDir string) runs.Metadata {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// fmtExit is an exit code for a message: the number, or "none".
+func fmtExit(code *int) string {
+	if code == nil {
+		return "none"
+	}
+	return strconv.Itoa(*code)
 }

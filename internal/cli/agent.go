@@ -64,7 +64,7 @@ func runAgent(ctx context.Context, o agentOptions, s Streams, getenv func(string
 	}
 	// The agent never runs unhardened: without a policy it refuses.
 	err = agent.Serve(ctx, agent.ServeConfig{Config: cfg, Check: o.check, Stdout: s.Out, Stderr: s.Err}, func() error {
-		return hardenRole("agent", getenv, s.Err, true, agentOutputDir)
+		return hardenRole(ctx, "agent", getenv, s.Err, true, agentOutputDir)
 	})
 	if errors.Is(err, agent.ErrMissingKey) {
 		return withHint(ExitUsage, err, "the harness forwards OPENAI_API_KEY from the host")

@@ -150,7 +150,7 @@ func runGateway(ctx context.Context, s Streams, o gatewayOptions, getenv func(st
 		Limits:       egress.Limits{MaxConcurrent: o.maxTunnels, IdleTimeout: o.idleTimeout, MaxDuration: o.maxDuration},
 		ShutdownWait: o.shutdownWait, LogBudget: o.logBudget}
 	return egress.Serve(ctx, cfg, func() error {
-		return hardenRole("gateway", getenv, s.Err, false, reportDir(o.decisionLog))
+		return hardenRole(ctx, "gateway", getenv, s.Err, false, reportDir(o.decisionLog))
 	})
 }
 

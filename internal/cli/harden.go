@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -26,7 +27,7 @@ var applyRlimits = harden.ApplyRlimits
 // whenever given. Degradations are printed to errw; a layer the kernel
 // cannot enforce is exit code 5. Hardened, with its report written, the
 // role waits for its start hold, if any (holdRole).
-func hardenRole(role string, getenv func(string) string, errw io.Writer, required bool, reportDir string) error {
+func hardenRole(ctx context.Context, role string, getenv func(string) string, errw io.Writer, required bool, reportDir string) error {
 	p, ok, err := harden.PolicyFromEnv(getenv)
 	if err != nil {
 		return withCode(ExitUsage, err)
@@ -40,7 +41,7 @@ func hardenRole(role string, getenv func(string) string, errw io.Writer, require
 			return withHint(ExitUsage, fmt.Errorf("%s: %s is not set; refusing to run unhardened", role, harden.EnvPolicy),
 				"the harness sets it; on the host use: mcpsidecar run")
 		}
-		return holdRole()
+		return holdRole(ctx)
 	}
 	rep, err := applyHarden(*p)
 	if limited != nil {
@@ -61,15 +62,16 @@ func hardenRole(role string, getenv func(string) string, errw io.Writer, require
 	if err != nil {
 		return fmt.Errorf("hardening %s: %w", role, err)
 	}
-	return holdRole()
+	return holdRole(ctx)
 }
 
 // holdRole waits, before the role's work, for the start hold the harness
 // set (internal/hold), then unsets it so no child waits too. It comes
 // after the hardening: while the role waits, hardened, the harness reads
 // the kernel's account of it from outside and removes an old engine's
-// default route, so a role that ends fast cannot end unseen.
-func holdRole() error { return hold.FromEnv(hold.Timeout) }
+// default route, so a role that ends fast cannot end unseen. A role
+// stopped while held (ctx ends at SIGTERM) returns at once.
+func holdRole(ctx context.Context) error { return hold.FromEnv(ctx, hold.Timeout) }
 
 // setRlimits sets the limits in $MCPSIDECAR_RLIMITS, if any, and returns
 // their layer for the report.

@@ -3,6 +3,7 @@
 package cli
 
 import (
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -35,7 +36,7 @@ func TestHardenRoleWithoutPolicy(t *testing.T) {
 				}
 				return ""
 			}
-			err := hardenRole("agent", getenv, io.Discard, tt.required, "")
+			err := hardenRole(context.Background(), "agent", getenv, io.Discard, tt.required, "")
 			if tt.wantCode < 0 {
 				if err != nil {
 					t.Fatalf("got %v, want no error", err)
@@ -74,7 +75,7 @@ func TestHardenRoleRlimits(t *testing.T) {
 	policy := `{"schema":"mcpsidecar.harden/v1","role":"agent","landlock":{}}`
 	env := map[string]string{harden.EnvPolicy: policy, harden.EnvRlimits: "fsize=64:64,nofile=8:8"}
 	dir := t.TempDir()
-	if err := hardenRole("agent", func(k string) string { return env[k] }, io.Discard, true, dir); err != nil {
+	if err := hardenRole(context.Background(), "agent", func(k string) string { return env[k] }, io.Discard, true, dir); err != nil {
 		t.Fatal(err)
 	}
 	if want := []string{"rlimits", "policy"}; !slices.Equal(order, want) {
@@ -94,7 +95,7 @@ func TestHardenRoleRlimits(t *testing.T) {
 
 	order = nil
 	env[harden.EnvRlimits] = "nproc=512:512"
-	err = hardenRole("agent", func(k string) string { return env[k] }, io.Discard, true, "")
+	err = hardenRole(context.Background(), "agent", func(k string) string { return env[k] }, io.Discard, true, "")
 	if code, _ := codeOf(err); err == nil || code != ExitUsage {
 		t.Errorf("got %v (code %d), want exit code %d", err, code, ExitUsage)
 	}

@@ -28,7 +28,7 @@ func newLaunchCmd(s Streams) *cobra.Command {
 			if len(args) == 0 {
 				return usageErrorf("launch: no command: mcpsidecar launch -- CMD [ARGS...]")
 			}
-			err := launcher.Launch(launcher.Options{Argv: args, Environ: os.Environ(), Stderr: s.Err,
+			err := launcher.Launch(launcher.Options{Context: cmd.Context(), Argv: args, Environ: os.Environ(), Stderr: s.Err,
 				ReportDir: os.Getenv(envLaunchReportDir)})
 			var ee *launcher.ExitError
 			if errors.As(err, &ee) {

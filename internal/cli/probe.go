@@ -80,9 +80,9 @@ func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string
 	}
 	rep, err := probe.Serve(ctx, pc, probe.Options{OutDir: o.out, SerializeEvidence: o.serializeEvidence, Progress: s.Out}, func() error {
 		if o.unhardened {
-			return holdRole()
+			return holdRole(ctx)
 		}
-		return hardenRole("probe", getenv, s.Err, true, o.out)
+		return hardenRole(ctx, "probe", getenv, s.Err, true, o.out)
 	})
 	if err != nil {
 		return err

@@ -103,7 +103,7 @@ func runSidecar(ctx context.Context, s Streams, o sidecarOptions) error {
 	}, Addr: net.JoinHostPort(o.host, strconv.Itoa(o.port)), AuditLog: o.auditLog, GCPercent: sidecar.TuneGC(os.Getenv)}
 	// Without $MCPSIDECAR_HARDEN_POLICY (host use) hardening is a no-op.
 	err = sidecar.Serve(ctx, cfg, func() error {
-		return hardenRole("sidecar", os.Getenv, s.Err, false, auditDir(o.auditLog))
+		return hardenRole(ctx, "sidecar", os.Getenv, s.Err, false, auditDir(o.auditLog))
 	})
 	if ce := (*sidecar.ConfigError)(nil); errors.As(err, &ce) {
 		return usageErrorf("%v", err)

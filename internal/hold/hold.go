@@ -14,6 +14,7 @@
 package hold
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -48,29 +49,36 @@ func Release(role string, write func(name string, data []byte) error) error {
 // FromEnv holds as $MCPSIDECAR_HOLD_FILE says, then unsets it: the hold is
 // for this process only, and a child it starts (under shell_access) must
 // not wait for a release file that is already gone.
-func FromEnv(timeout time.Duration) error {
-	err := Wait(os.Getenv(Env), timeout)
+func FromEnv(ctx context.Context, timeout time.Duration) error {
+	err := Wait(ctx, os.Getenv(Env), timeout)
 	_ = os.Unsetenv(Env)
 	return err
 }
 
 // Wait waits, before any work, until the harness creates file, and removes
-// it. Nothing of the role has run yet, so nothing can race it. An empty
-// file means no hold.
-func Wait(file string, timeout time.Duration) error {
+// it. Nothing of the role's work has run yet, so nothing can race it. An
+// empty file means no hold. When ctx ends (the harness stops a role it
+// never released: SIGTERM), it returns at once, with ctx's error.
+func Wait(ctx context.Context, file string, timeout time.Duration) error {
 	if file == "" {
 		return nil
 	}
-	deadline := time.Now().Add(timeout)
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		if _, err := os.Lstat(file); err == nil {
 			_ = os.Remove(file)
 			return nil
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stopped while held, before the harness released it: %w", ctx.Err())
+		case <-deadline.C:
 			return fmt.Errorf("not released by the harness within %s (waiting for %s)", timeout, file)
+		case <-tick.C:
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

@@ -1,6 +1,7 @@
 package hold
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,7 +10,7 @@ import (
 )
 
 func TestHold(t *testing.T) {
-	if err := Wait("", Timeout); err != nil {
+	if err := Wait(context.Background(), "", Timeout); err != nil {
 		t.Fatalf("no hold file: %v", err)
 	}
 	file := filepath.Join(t.TempDir(), ".mcpsidecar-start")
@@ -18,7 +19,7 @@ func TestHold(t *testing.T) {
 		_ = os.WriteFile(file, nil, 0o644)
 	}()
 	start := time.Now()
-	if err := Wait(file, Timeout); err != nil {
+	if err := Wait(context.Background(), file, Timeout); err != nil {
 		t.Fatal(err)
 	}
 	if time.Since(start) < 40*time.Millisecond {
@@ -28,7 +29,7 @@ func TestHold(t *testing.T) {
 		t.Error("the hold file was not removed")
 	}
 
-	if err := Wait(filepath.Join(t.TempDir(), "never"), 30*time.Millisecond); err == nil || !strings.Contains(err.Error(), "not released") {
+	if err := Wait(context.Background(), filepath.Join(t.TempDir(), "never"), 30*time.Millisecond); err == nil || !strings.Contains(err.Error(), "not released") {
 		t.Fatalf("got %v, want a timeout", err)
 	}
 }
@@ -39,7 +40,7 @@ func TestHoldFromEnvUnsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv(Env, file)
-	if err := FromEnv(Timeout); err != nil {
+	if err := FromEnv(context.Background(), Timeout); err != nil {
 		t.Fatal(err)
 	}
 	if v, ok := os.LookupEnv(Env); ok {
@@ -59,7 +60,25 @@ func TestBothEnds(t *testing.T) {
 	if err := Release(role, write); err != nil {
 		t.Fatal(err)
 	}
-	if err := FromEnv(time.Second); err != nil {
+	if err := FromEnv(context.Background(), time.Second); err != nil {
 		t.Fatalf("the released file is not the one waited for: %v", err)
+	}
+}
+
+// TestHoldStops: a role stopped while held (SIGTERM, its context ended)
+// returns at once, not at the timeout, and says so.
+func TestHoldStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		cancel()
+	}()
+	start := time.Now()
+	err := Wait(ctx, filepath.Join(t.TempDir(), File), Timeout)
+	if err == nil || !strings.Contains(err.Error(), "stopped while held") {
+		t.Fatalf("got %v, want stopped while held", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("returned after %s", d)
 	}
 }

@@ -3,6 +3,7 @@
 package launcher
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -37,6 +38,9 @@ var internalEnv = []string{EnvStage, EnvShellAccess, EnvSelf, EnvExecAccepted, h
 // Options are a launch: the command, the environment, where the harden
 // report goes.
 type Options struct {
+	// Context ends when the launcher is stopped (SIGTERM): a launcher
+	// held at start (internal/hold) then returns at once. Nil: never.
+	Context   context.Context
 	Argv      []string
 	Environ   []string // the launcher's environment (os.Environ())
 	Stderr    io.Writer
@@ -94,7 +98,7 @@ func Launch(o Options) error {
 		if err := applyAndReport(o, planned.Policy); err != nil {
 			return err
 		}
-		return execWorkload(planned, o.Environ)
+		return execWorkload(o.ctx(), planned, o.Environ)
 	}
 	return supervise(o, planned)
 }
@@ -255,6 +259,14 @@ func applyAndReport(o Options, p harden.Policy) error {
 	return nil
 }
 
+// ctx is o.Context, or one that never ends.
+func (o Options) ctx() context.Context {
+	if o.Context == nil {
+		return context.Background()
+	}
+	return o.Context
+}
+
 // workloadEnv is the environment without the launcher's own variables.
 func workloadEnv(env []string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
@@ -266,8 +278,8 @@ func workloadEnv(env []string) []string {
 // execWorkload waits for the start hold, if any (internal/hold: the
 // harness reads the hardening from outside while the launcher waits,
 // hardened, with its report written), then executes the workload.
-func execWorkload(p Planned, env []string) error {
-	if err := hold.Wait(getenvFrom(env)(hold.Env), hold.Timeout); err != nil {
+func execWorkload(ctx context.Context, p Planned, env []string) error {
+	if err := hold.Wait(ctx, getenvFrom(env)(hold.Env), hold.Timeout); err != nil {
 		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: %w", err)}
 	}
 	err := syscall.Exec(p.Program, p.Argv, workloadEnv(env))
@@ -471,7 +483,7 @@ func stageTwo(o Options, getenv func(string) string, fdStr string) error {
 		return err
 	}
 	sock.Close()
-	return execWorkload(planned, o.Environ)
+	return execWorkload(o.ctx(), planned, o.Environ)
 }
 
 // installExecNotifier installs, on the calling thread only, a filter that

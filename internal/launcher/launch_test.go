@@ -4,6 +4,7 @@ package launcher
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -446,7 +447,7 @@ func init() {
 		os.Exit(3)
 	}
 	argv := strings.Fields(os.Getenv(envChildArgv))
-	err = execWorkload(Planned{Program: argv[0], Argv: argv}, []string{"PATH=/usr/bin"})
+	err = execWorkload(context.Background(), Planned{Program: argv[0], Argv: argv}, []string{"PATH=/usr/bin"})
 	fmt.Println(err)
 	os.Exit(4)
 }
