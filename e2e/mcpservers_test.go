@@ -387,7 +387,7 @@ func TestMCPServersDrift(t *testing.T) {
 			} else if pin["ok"] != c.served || !strings.Contains(jsonString(pin), "echo_a") {
 				t.Errorf("pin_check line %v; want ok=%v naming echo_a", pin, c.served)
 			}
-			// `runs show` says so (README: MCP servers, Pinning).
+			// `runs show` says so (docs/mcp-servers.md, Pinning).
 			show, err := exec.Command(s.bin, "runs", "show", runDir).CombinedOutput()
 			if err != nil {
 				t.Fatalf("runs show: %v\n%s", err, show)

@@ -4,7 +4,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 )
 
-// Exit codes, one table for every command (README.md; internal/exitcode).
+// Exit codes, one table for every command (docs/commands.md; internal/exitcode).
 const (
 	ExitOK          = exitcode.OK          // success
 	ExitRuntime     = exitcode.Runtime     // runtime error

@@ -23,7 +23,7 @@ import (
 // --trust-spec for one invocation, or sets MCPSIDECAR_TRUST_SPEC to its
 // hash. A spec named with --spec is the user's choice and needs no trust.
 
-// ExitUntrusted is the exit code of a refused spec (README.md, Exit codes).
+// ExitUntrusted is the exit code of a refused spec (docs/commands.md, Exit codes).
 const ExitUntrusted = exitcode.Untrusted
 
 // envTrustSpec accepts the implicitly found spec whose sha256 it holds:

@@ -1,5 +1,5 @@
 // Package exitcode is the one table of mcpsidecar's process exit codes
-// (README.md, "Exit codes") and the error that carries one, with an
+// (docs/commands.md, "Exit codes") and the error that carries one, with an
 // optional one-line hint for the user. The sandbox lifecycle
 // (internal/sandbox) records the code in run-metadata.json; the command
 // tree (internal/cli) exits with it.

@@ -33,7 +33,7 @@ const (
 	CapShellAccess  = "shell_access"
 )
 
-// Aliases and ports the roles reach each other by (README.md, topology).
+// Aliases and ports the roles reach each other by (docs/architecture.md, Topology of one run).
 const (
 	GatewayAlias = "egress-gateway"
 	GatewayPort  = 3128

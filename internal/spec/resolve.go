@@ -156,7 +156,7 @@ func (p *Profile) Probe() Container {
 // normalised, de-duplicated, and dropped when a wider rule already covers
 // it (Squid rejects such overlaps in one dstdomain ACL). Where the seed
 // dropped ".x" when "x" was also listed (silently narrowing), the wider
-// rule is kept: ".x" means x and its subdomains, as README.md (The spec) defines it.
+// rule is kept: ".x" means x and its subdomains, as docs/spec.md (The spec) defines it.
 func GatewayConfig(domains, ips []string) (netpolicy.Config, error) {
 	cfg := netpolicy.NewConfig([]string{}, []string{})
 	rules := make([]netpolicy.DomainRule, 0, len(domains))
