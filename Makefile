@@ -108,7 +108,7 @@ dist:
 	@set -e; for t in $(TARGETS); do os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 	  d=dist/mcpsidecar-$(VERSION)-$$os-$$arch; mkdir -p $$d; \
 	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$d/mcpsidecar$$ext ./cmd/mcpsidecar; \
-	  cp LICENSE README.md $$d/; \
+	  cp -r LICENSE README.md docs $$d/; \
 	  if [ $$os = windows ]; then (cd dist && zip -qr $${d#dist/}.zip $${d#dist/}); else tar -C dist -czf $$d.tar.gz $${d#dist/}; fi; \
 	  rm -rf $$d; done
 	cd dist && sha256sum *.tar.gz *.zip > SHA256SUMS
