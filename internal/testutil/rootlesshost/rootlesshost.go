@@ -121,7 +121,11 @@ func Start(t testing.TB) *Engine {
 	e.Env = []string{"DOCKER_HOST=" + e.Host, "XDG_RUNTIME_DIR=" + e.Runtime, "HOME=" + e.User.HomeDir}
 	t.Cleanup(func() { e.teardown(t) })
 	e.openTun(t)
-	for _, d := range []string{filepath.Dir(e.Runtime), e.Runtime, filepath.Dir(e.DataRoot), e.DataRoot} {
+	// Every directory made here is the user's, ~/.local included: on a
+	// new user MkdirAll of ~/.local/share would leave ~/.local root's,
+	// mode 0700, and the engine could not reach its data root.
+	local := filepath.Join(e.User.HomeDir, ".local")
+	for _, d := range []string{filepath.Dir(e.Runtime), e.Runtime, local, filepath.Dir(e.DataRoot), e.DataRoot} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			t.Fatal(err)
 		}
