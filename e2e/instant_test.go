@@ -1,0 +1,63 @@
+//go:build docker
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestInstantWorkloadObserved: a workload that exits the moment it starts
+// is still read from outside, hardened, on both output paths: every role
+// is held at start, hardened, until the host has read its process
+// (internal/hold), so it cannot end before its observation. Before the
+// hold came after the hardening, such a workload raced its observation:
+// on the engine-only path, under load, it ended first and the observing
+// helper was killed with its pid namespace.
+func TestInstantWorkloadObserved(t *testing.T) {
+	NeedDocker(t)
+	bin := Binary(t)
+	dir := t.TempDir()
+	image := probeWorkloadImage(t, dir)
+	for _, mode := range []string{"bind", "volume"} {
+		t.Run(mode, func(t *testing.T) {
+			id := RandHex(6)
+			runsDir := filepath.Join(dir, "runs-"+mode)
+			cmd := exec.Command(bin, "run", "--runs-dir", runsDir, "--allow-old-engine", "--image", image, "--pull", "never", "--", "/workloadprobe", "exit-now")
+			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-e2e", "MCPSIDECAR_OUTPUT="+mode,
+				"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
+			out, err := cmd.CombinedOutput()
+			runs, _ := filepath.Glob(filepath.Join(runsDir, "run-*"))
+			if len(runs) != 1 {
+				t.Fatalf("want one run directory, got %v (run: %v)\n%s", runs, err, out)
+			}
+			var md struct {
+				Observed   map[string]struct{ Seen bool } `json:"observed"`
+				Containers []struct {
+					Role     string `json:"role"`
+					ExitCode *int   `json:"exit_code"`
+				} `json:"containers"`
+			}
+			b, rerr := os.ReadFile(filepath.Join(runs[0], "run-metadata.json"))
+			if rerr != nil || json.Unmarshal(b, &md) != nil {
+				t.Fatalf("run-metadata.json: %v\n%s", rerr, out)
+			}
+			for _, c := range md.Containers {
+				if c.Role == "agent" && (c.ExitCode == nil || *c.ExitCode != 0) {
+					t.Errorf("the workload's exit code is %v, want 0 (run: %v)\n%s", fmtExit(c.ExitCode), err, out)
+				}
+			}
+			_, checks := wlVerdict(t, runs[0])
+			for _, role := range []string{"agent", "gateway", "sidecar"} {
+				if c := checks[role+" hardening seen from outside"]; !strings.HasPrefix(c, "ok") || !md.Observed[role].Seen {
+					t.Errorf("%s: check %q, observed %+v", role, c, md.Observed[role])
+				}
+			}
+			agCheckNothingLeft(t, id)
+		})
+	}
+}
