@@ -27,9 +27,9 @@ import (
 // newHoldReleaseCmd creates a held role's release file in its output
 // volume, as the role's user, locked down to that one directory first.
 func newHoldReleaseCmd(s Streams) *cobra.Command {
-	var file string
+	var file, token string
 	cmd := &cobra.Command{
-		Use:    hold.ReleaseCommand + " --file PATH",
+		Use:    hold.ReleaseCommand + " --file PATH --token TOKEN",
 		Short:  "Create a held role's release file (the Docker backend's release through the output holder)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
@@ -37,18 +37,22 @@ func newHoldReleaseCmd(s Streams) *cobra.Command {
 			if !filepath.IsAbs(file) || filepath.Base(file) != hold.File {
 				return usageErrorf("%s: --file must be an absolute path to a %s file", hold.ReleaseCommand, hold.File)
 			}
+			if token == "" {
+				return usageErrorf("%s: --token is required (the run's release token)", hold.ReleaseCommand)
+			}
 			p := podHardening(hold.ReleaseCommand)
 			p.Landlock.ReadWriteDirs = []string{filepath.Dir(file)}
 			if err := lockDown(p, s.Err); err != nil {
 				return err
 			}
-			if err := hold.CreateReleaseFile(file); err != nil {
+			if err := hold.CreateReleaseFile(file, token); err != nil {
 				return fmt.Errorf("%s: %w", hold.ReleaseCommand, err)
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringVar(&file, "file", "", "the release file to create")
+	cmd.Flags().StringVar(&token, "token", "", "the run's release token, written into the file")
 	return cmd
 }
 

@@ -116,6 +116,13 @@ func hostConfig(s ContainerSpec) (*container.HostConfig, error) {
 		if m.ReadOnly {
 			mode = "ro"
 		}
+		if isVolumeName(m.Source) {
+			// Never the image's content at the target copied into an
+			// empty volume: an output volume holds only what the role
+			// wrote (red team, session 37: an image planted the start
+			// hold's release file in its output directory this way).
+			mode += ",nocopy"
+		}
 		binds = append(binds, m.Source+":"+m.Target+":"+mode)
 	}
 	h := &container.HostConfig{
@@ -329,4 +336,11 @@ func securityOpt(s ContainerSpec) []string {
 		out = append(out, "seccomp="+s.Seccomp)
 	}
 	return out
+}
+
+// isVolumeName reports whether a mount's source names an engine volume,
+// not a host path (absolute on the engine's host: "/..." or, from a
+// Windows host, "C:\\...").
+func isVolumeName(source string) bool {
+	return source != "" && !strings.HasPrefix(source, "/") && filepath.VolumeName(source) == "" && !strings.HasPrefix(source, `\\`)
 }

@@ -3,6 +3,7 @@ package dockerx
 import (
 	"encoding/json"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -184,5 +185,22 @@ func TestTarParents(t *testing.T) {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("tar lacks %s", want)
 		}
+	}
+}
+
+// TestVolumeMountsNoCopy: an engine volume is mounted nocopy (the image's
+// files at the target never fill it: red team, session 37, a planted
+// release file), a host path as it is.
+func TestVolumeMountsNoCopy(t *testing.T) {
+	s := fullSpec()
+	s.Mounts = []Mount{{Source: "mcpsidecar-out-run-x-agent", Target: "/sandbox-output"}, {Source: "/runs/r/sidecar", Target: "/out"},
+		{Source: "mcpsidecar-launcher-run-x", Target: "/.mcpsidecar", ReadOnly: true}}
+	_, h, _, err := translate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"mcpsidecar-out-run-x-agent:/sandbox-output:rw,nocopy", "/runs/r/sidecar:/out:rw", "mcpsidecar-launcher-run-x:/.mcpsidecar:ro,nocopy"}
+	if !slices.Equal(h.Binds, want) {
+		t.Errorf("binds %q, want %q", h.Binds, want)
 	}
 }

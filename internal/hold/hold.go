@@ -15,6 +15,7 @@ package hold
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,16 @@ import (
 
 // Env names the release file a held role waits for.
 const Env = "MCPSIDECAR_HOLD_FILE"
+
+// TokenEnv is the run's release token: the release file the harness
+// creates holds it, and a held role takes no other. Threat: a file at the
+// release path the harness did not write (planted by an image whose
+// content Docker copied into an empty volume, or by anything before the
+// harness) would let the role start unobserved.
+const TokenEnv = "MCPSIDECAR_HOLD_TOKEN"
+
+// maxToken bounds what Wait reads of a release file.
+const maxToken = 256
 
 // File is the release file's name in the role's output directory.
 const File = ".mcpsidecar-start"
@@ -39,29 +50,35 @@ const Timeout = 2 * time.Minute
 // target inside its container.
 func Path(target string) string { return target + "/" + File }
 
-// Release lets a held role go on: write creates the release file in the
-// role's output directory on the host (runs.Dir.Write, which refuses to
-// follow a link the container planted).
-func Release(role string, write func(name string, data []byte) error) error {
-	return write(filepath.Join(role, File), nil)
+// Release lets a held role go on: write creates the release file, holding
+// token, in the role's output directory on the host (runs.Dir.Write,
+// which refuses to follow a link the container planted).
+func Release(role, token string, write func(name string, data []byte) error) error {
+	return write(filepath.Join(role, File), []byte(token))
 }
 
 // FromEnv holds as $MCPSIDECAR_HOLD_FILE says, then unsets it: the hold is
 // for this process only, and a child it starts (under shell_access) must
 // not wait for a release file that is already gone.
 func FromEnv(ctx context.Context, timeout time.Duration) error {
-	err := Wait(ctx, os.Getenv(Env), timeout)
+	err := Wait(ctx, os.Getenv(Env), os.Getenv(TokenEnv), timeout)
 	_ = os.Unsetenv(Env)
+	_ = os.Unsetenv(TokenEnv)
 	return err
 }
 
-// Wait waits, before any work, until the harness creates file, and removes
-// it. Nothing of the role's work has run yet, so nothing can race it. An
-// empty file means no hold. When ctx ends (the harness stops a role it
-// never released: SIGTERM), it returns at once, with ctx's error.
-func Wait(ctx context.Context, file string, timeout time.Duration) error {
+// Wait waits, before any work, until the harness creates file holding
+// token, and removes it. Nothing of the role's work has run yet, so
+// nothing can race it. An empty file means no hold. A release file that
+// does not hold token is refused: the harness did not write it. When ctx
+// ends (the harness stops a role it never released: SIGTERM), it returns
+// at once, with ctx's error.
+func Wait(ctx context.Context, file, token string, timeout time.Duration) error {
 	if file == "" {
 		return nil
+	}
+	if token == "" {
+		return fmt.Errorf("held (%s) with no release token (%s): refusing to start", file, TokenEnv)
 	}
 	deadline := time.NewTimer(timeout)
 	defer deadline.Stop()
@@ -69,7 +86,11 @@ func Wait(ctx context.Context, file string, timeout time.Duration) error {
 	defer tick.Stop()
 	for {
 		if _, err := os.Lstat(file); err == nil {
+			got, rerr := readToken(file)
 			_ = os.Remove(file)
+			if rerr != nil || subtle.ConstantTimeCompare(got, []byte(token)) != 1 {
+				return fmt.Errorf("the release file %s is not the harness's (it does not hold the run's token: planted?): refusing to start", file)
+			}
 			return nil
 		}
 		select {
@@ -82,10 +103,10 @@ func Wait(ctx context.Context, file string, timeout time.Duration) error {
 	}
 }
 
-// CreateReleaseFile creates the release file at path, never through a
-// link and never over an existing file (the directory is the role's):
-// ReleaseCommand's work.
-func CreateReleaseFile(path string) error {
+// CreateReleaseFile creates the release file at path, holding token, never
+// through a link and never over an existing file (the directory is the
+// role's): ReleaseCommand's work.
+func CreateReleaseFile(path, token string) error {
 	if filepath.Base(path) != File || !filepath.IsAbs(path) || filepath.Clean(path) != path {
 		return fmt.Errorf("%s is not an absolute, clean path to a %s file", path, File)
 	}
@@ -96,6 +117,10 @@ func CreateReleaseFile(path string) error {
 	defer root.Close()
 	f, err := root.OpenFile(File, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(token); err != nil {
+		f.Close()
 		return err
 	}
 	return f.Close()

@@ -33,7 +33,7 @@ const envStage = EnvStage
 
 // internalEnv are the launcher's own variables, removed from the
 // workload's environment; the start hold's too (the launcher holds, once).
-var internalEnv = []string{EnvStage, EnvShellAccess, EnvSelf, EnvExecAccepted, hold.Env}
+var internalEnv = []string{EnvStage, EnvShellAccess, EnvSelf, EnvExecAccepted, hold.Env, hold.TokenEnv}
 
 // Options are a launch: the command, the environment, where the harden
 // report goes.
@@ -279,7 +279,8 @@ func workloadEnv(env []string) []string {
 // harness reads the hardening from outside while the launcher waits,
 // hardened, with its report written), then executes the workload.
 func execWorkload(ctx context.Context, p Planned, env []string) error {
-	if err := hold.Wait(ctx, getenvFrom(env)(hold.Env), hold.Timeout); err != nil {
+	getenv := getenvFrom(env)
+	if err := hold.Wait(ctx, getenv(hold.Env), getenv(hold.TokenEnv), hold.Timeout); err != nil {
 		return &ExitError{Code: ExitLaunch, Err: fmt.Errorf("launch: %w", err)}
 	}
 	err := syscall.Exec(p.Program, p.Argv, workloadEnv(env))

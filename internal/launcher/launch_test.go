@@ -619,10 +619,10 @@ func TestLaunchHolds(t *testing.T) {
 					errc <- errors.New("the workload ran before its release")
 					return
 				}
-				errc <- os.WriteFile(release, nil, 0o600)
+				errc <- os.WriteFile(release, []byte("tok"), 0o600)
 			}()
-			l := launchEnv(t, []string{hold.Env + "=" + release}, shell, work, listen(t), py, "-c",
-				`import os; open(os.environ["WORK"]+"/ran","w").write(os.environ.get("`+hold.Env+`", "unset"))`)
+			l := launchEnv(t, []string{hold.Env + "=" + release, hold.TokenEnv + "=tok"}, shell, work, listen(t), py, "-c",
+				`import os; open(os.environ["WORK"]+"/ran","w").write(os.environ.get("`+hold.Env+`", "unset")+os.environ.get("`+hold.TokenEnv+`", ""))`)
 			if err := <-errc; err != nil {
 				t.Fatal(err)
 			}

@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"net/netip"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
@@ -47,6 +49,10 @@ type Input struct {
 	// unseen. Not a Squid gateway, nor a role whose command CmdOverride
 	// replaces: neither runs our role code, which waits for the release.
 	HoldAll bool
+	// HoldToken is the run's release token (hold.TokenEnv), given to every
+	// held role: a release file that does not hold it is refused. Needed
+	// when a step is held.
+	HoldToken string
 	// Token is appended to the run id in Docker names (see dockerID).
 	Token string
 	// CmdOverride replaces a role's command (tests: a workload that runs
@@ -248,8 +254,14 @@ func (in Input) step(role string) (Step, error) {
 	dropRoute := in.DropRoutes && internalOnly && !overridden
 	held := (in.HoldAll && !overridden && !squid) || dropRoute
 	if held {
-		cs.Env = append(cs.Env, dockerx.EnvVar{Name: hold.Env, Value: hold.Path(target)})
-		sort.Slice(cs.Env, func(i, j int) bool { return cs.Env[i].Name < cs.Env[j].Name })
+		if in.HoldToken == "" {
+			return Step{}, fmt.Errorf("container %s is held at start but the plan has no release token", role)
+		}
+		// The harness's values replace a variable of the same name
+		// (red team, session 37: a spec's MCPSIDECAR_HOLD_FILE stood
+		// beside the harness's, and the unstable sort chose).
+		cs.Env = setEnv(cs.Env, dockerx.EnvVar{Name: hold.Env, Value: hold.Path(target)})
+		cs.Env = setEnv(cs.Env, dockerx.EnvVar{Name: hold.TokenEnv, Value: in.HoldToken})
 	}
 	st := Step{Role: role, OutputDir: out, Spec: cs, Workload: role == RoleAgent, Hold: held, DropRoute: dropRoute, Hosts: hosts}
 	switch role {
@@ -386,6 +398,14 @@ func (in Input) env(role string, c spec.Container) []dockerx.EnvVar {
 		env = append(env, e)
 	}
 	sort.Slice(env, func(i, j int) bool { return env[i].Name < env[j].Name })
+	return env
+}
+
+// setEnv sets e in env, sorted by name, replacing any variable of its name.
+func setEnv(env []dockerx.EnvVar, e dockerx.EnvVar) []dockerx.EnvVar {
+	env = slices.DeleteFunc(env, func(x dockerx.EnvVar) bool { return x.Name == e.Name })
+	env = append(env, e)
+	slices.SortStableFunc(env, func(a, b dockerx.EnvVar) int { return strings.Compare(a.Name, b.Name) })
 	return env
 }
 

@@ -36,7 +36,7 @@ func input(t *testing.T, s *spec.Spec, w Workload) Input {
 			{Name: "OPENAI_API_KEY", Value: "sk-test-secret", Secret: true},
 			{Name: EnvQuestion, Value: "why?"},
 		}},
-		Owner: Owner{PID: 4242, Host: "builder"}, Token: "a1b2c3",
+		Owner: Owner{PID: 4242, Host: "builder"}, Token: "a1b2c3", HoldToken: "hold-token-0123",
 		ExtraLabels: map[string]string{"mcpsidecar.test": "1", LabelRun: "ignored"},
 	}
 }
@@ -271,7 +271,8 @@ func TestHoldAll(t *testing.T) {
 				t.Fatalf("want gateway, sidecar and agent, got %d steps", len(p.Containers))
 			}
 			for _, st := range p.Containers {
-				held := slices.ContainsFunc(st.Spec.Env, func(e dockerx.EnvVar) bool { return e.Name == hold.Env })
+				held := slices.ContainsFunc(st.Spec.Env, func(e dockerx.EnvVar) bool { return e.Name == hold.Env }) &&
+					slices.Contains(st.Spec.Env, dockerx.EnvVar{Name: hold.TokenEnv, Value: "hold-token-0123"})
 				if st.Hold != tt.held[st.Role] || held != tt.held[st.Role] {
 					t.Errorf("%s: step held %v, hold variable %v, want %v", st.Role, st.Hold, held, tt.held[st.Role])
 				}
@@ -280,6 +281,12 @@ func TestHoldAll(t *testing.T) {
 				}
 			}
 		})
+	}
+	// No token, no hold: the plan refuses.
+	in0 := input(t, defaultSpec(t), WorkloadAgent)
+	in0.HoldAll, in0.HoldToken = true, ""
+	if _, err := NewPlan(in0); err == nil || !strings.Contains(err.Error(), "no release token") {
+		t.Errorf("a held plan without a token: got %v", err)
 	}
 	// A container with no network is held too.
 	in := input(t, specWith(), WorkloadProbe)
@@ -290,5 +297,36 @@ func TestHoldAll(t *testing.T) {
 	}
 	if len(p.Containers) != 1 || p.Containers[0].Spec.Networks[0].Network != "none" || !p.Containers[0].Hold || p.Containers[0].DropRoute {
 		t.Fatalf("want one held container with no network and no route to drop, got %+v", p.Containers)
+	}
+}
+
+// TestHoldVariablesAreTheHarness's: a spec variable named like the hold's
+// (red team, session 37: MCPSIDECAR_HOLD_FILE set by a spec stood beside
+// the harness's, and the sort chose which one a role read) is replaced by
+// the harness's value, once each.
+func TestHoldVariablesAreTheHarnesss(t *testing.T) {
+	in := input(t, defaultSpec(t), WorkloadAgent)
+	in.HoldAll = true
+	c := in.Profile.Containers[RoleAgent]
+	c.Env = map[string]string{hold.Env: "/early", hold.TokenEnv: "guess", "PAD000": "x"}
+	in.Profile.Containers[RoleAgent] = c
+	p, err := NewPlan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(p.Containers, func(st Step) bool { return st.Role == RoleAgent })
+	if i < 0 {
+		t.Fatal("no agent step")
+	}
+	st := p.Containers[i]
+	var got []dockerx.EnvVar
+	for _, e := range st.Spec.Env {
+		if e.Name == hold.Env || e.Name == hold.TokenEnv {
+			got = append(got, e)
+		}
+	}
+	want := []dockerx.EnvVar{{Name: hold.Env, Value: hold.Path(spec.OutputDir)}, {Name: hold.TokenEnv, Value: "hold-token-0123"}}
+	if !slices.Equal(got, want) {
+		t.Errorf("hold variables %+v, want %+v", got, want)
 	}
 }

@@ -146,7 +146,7 @@ const holdEnv = hold.Env
 func childEnv() []string {
 	var env []string
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, holdEnv+"=") {
+		if !strings.HasPrefix(kv, holdEnv+"=") && !strings.HasPrefix(kv, hold.TokenEnv+"=") {
 			env = append(env, kv)
 		}
 	}

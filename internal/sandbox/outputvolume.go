@@ -216,7 +216,7 @@ func (j *job) releaseHeld(ctx context.Context, role string) error {
 	if j.volumes.byRole[role] == "" {
 		return fmt.Errorf("releasing %s: it has no output volume", role)
 	}
-	argv := []string{holder.ImageBinary, hold.ReleaseCommand, "--file", hold.Path(holderMount(role))}
+	argv := []string{holder.ImageBinary, hold.ReleaseCommand, "--file", hold.Path(holderMount(role)), "--token", j.holdToken}
 	var errb bytes.Buffer
 	if err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], argv, io.Discard, &errb); err != nil {
 		return fmt.Errorf("releasing %s through the output holder: %w: %s", role, err, strings.TrimSpace(errb.String()))

@@ -157,6 +157,7 @@ type job struct {
 	running    *orchestrate.Running
 	obs        *observer  // reads each role's process from outside (outside.go)
 	observeAll bool       // the backend holds and observes every role (verdict.Record.ObserveAll)
+	holdToken  string     // the run's release token (internal/hold)
 	outCap     *outputCap // stops a role whose output passes its cap (outputcap.go)
 	capOver    map[string]string
 	watchStop  context.CancelFunc // ends Options.Watch

@@ -88,7 +88,7 @@ func (j *job) makeRunDir(ctx context.Context) error {
 			defer cancel()
 			return j.releaseHeld(rctx, st.Role)
 		}
-		return hold.Release(st.Role, j.dir.Write)
+		return hold.Release(st.Role, j.holdToken, j.dir.Write)
 	}
 	j.startWatch(ctx)
 	return nil
@@ -231,11 +231,12 @@ func (j *job) planInput() (orchestrate.Input, error) {
 		agentEnv = append(agentEnv, dockerx.EnvVar{Name: probe.ContextEnv, Value: string(ctxJSON)})
 	}
 	pool := j.o.SubnetPool
+	j.holdToken = holdToken()
 	return orchestrate.Input{
 		SubnetPool: pool, Profile: j.profile, RunID: j.dir.ID, RunDir: j.dir.Path, Image: j.image.Tag, Workload: j.o.Workload,
 		Env:   map[string][]dockerx.EnvVar{orchestrate.RoleAgent: agentEnv, orchestrate.RoleGateway: creds.Gateway},
 		Owner: orchestrate.Owner{PID: os.Getpid(), Host: host}, ExtraLabels: j.labels, Keep: j.o.Keep,
-		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(),
+		WorkloadArgs: j.workloadArgs(), CmdOverride: j.cmdOverride(), Token: token(), HoldToken: j.holdToken,
 		TraceParent: otelexport.RunTraceParent(j.dir.ID), DropRoutes: j.oldEngine(), GatewayEngine: j.o.GatewayEngine, SquidImage: j.o.SquidImage,
 	}, nil
 }
@@ -371,6 +372,14 @@ func (j *job) cmdOverride() map[string][]string {
 		o[orchestrate.RoleGateway] = j.o.GatewayCmd
 	}
 	return o
+}
+
+// holdToken is a run's release token (hold.TokenEnv): 128 random bits,
+// which no image can know when it is built.
+func holdToken() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
 
 // token is a short random suffix for Docker names (see orchestrate.Input).

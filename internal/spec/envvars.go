@@ -5,12 +5,22 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/pelletier/go-toml/v2/unstable"
 )
 
 // envNameRE is a portable environment variable name. The seed accepted any
 // non-empty string, including "=" and spaces, which Docker then mangles.
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// harnessVariables are variables the harness sets in a role's container
+// for its own control, which no spec may set (red team, session 37: a
+// spec's MCPSIDECAR_HOLD_FILE released the role before the host had
+// read it), each with what it does.
+var harnessVariables = map[string]string{
+	hold.Env:      "the start hold's release file",
+	hold.TokenEnv: "the start hold's release token",
+}
 
 // inlineEnv reads environment_variables written as an array of inline
 // tables, the other TOML spelling of [[environment_variables]].
@@ -98,6 +108,8 @@ func (w *walker) checkEnv() {
 			w.add(e.at, e.path(""), "missing name")
 		} else if !envNameRE.MatchString(e.name.val) {
 			w.add(e.name.at, e.path(keyName), "invalid variable name %q: use letters, digits and _, not starting with a digit", e.name.val)
+		} else if why, ok := harnessVariables[e.name.val]; ok {
+			w.add(e.name.at, e.path(keyName), "%s is the harness's own variable (%s): a spec cannot set it", e.name.val, why)
 		} else if p, dup := first[e.name.val]; dup {
 			w.add(e.name.at, e.path(keyName), "duplicate environment variable %q (first declared at line %d)", e.name.val, p.line)
 		} else {
