@@ -61,3 +61,53 @@ func TestInstantWorkloadObserved(t *testing.T) {
 		})
 	}
 }
+
+// TestPlantedReleaseFileIgnored: an image that carries files in its
+// output directory, the start hold's release file among them, plants
+// nothing: the output volume is mounted nocopy (and a release file
+// without the run's token would be refused), so the workload waits for
+// the harness's release and is read first, and the record holds only what
+// the role wrote (red team, session 37: on the engine-only path Docker
+// copied the image's /sandbox-output into the empty volume, the planted
+// release file let the workload start unobserved, verdict ok).
+func TestPlantedReleaseFileIgnored(t *testing.T) {
+	NeedDocker(t)
+	bin := Binary(t)
+	dir := t.TempDir()
+	ctx := filepath.Join(dir, "planted")
+	if err := os.MkdirAll(filepath.Join(ctx, "plant", "sandbox-output"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	goBuild(t, "./e2e/fixtures/cmd/workloadprobe", filepath.Join(ctx, "workloadprobe"))
+	for name, data := range map[string]string{".mcpsidecar-start": "", "planted.txt": "not written by the role\n"} {
+		agWrite(t, filepath.Join(ctx, "plant", "sandbox-output", name), data)
+	}
+	agWrite(t, filepath.Join(ctx, "Dockerfile"), "FROM scratch\nCOPY workloadprobe /workloadprobe\nCOPY --chown=65532:65532 plant/ /\nCMD [\"/workloadprobe\"]\n")
+	image := "mcpsidecar-e2e-planted:" + RandHex(6)
+	t.Cleanup(func() { dockerErr("rmi", "-f", image) })
+	docker(t, "build", "-q", "--label", "mcpsidecar.test=1", "-t", image, ctx)
+	for _, mode := range []string{"bind", "volume"} {
+		t.Run(mode, func(t *testing.T) {
+			id := RandHex(6)
+			runsDir := filepath.Join(dir, "runs-"+mode)
+			cmd := exec.Command(bin, "run", "--runs-dir", runsDir, "--allow-old-engine", "--image", image, "--pull", "never", "--", "/workloadprobe", "exit-now")
+			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-e2e", "MCPSIDECAR_OUTPUT="+mode,
+				"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
+			out, err := cmd.CombinedOutput()
+			runs, _ := filepath.Glob(filepath.Join(runsDir, "run-*"))
+			if len(runs) != 1 {
+				t.Fatalf("want one run directory, got %v (run: %v)\n%s", runs, err, out)
+			}
+			for _, name := range []string{"planted.txt", ".mcpsidecar-start"} {
+				if _, err := os.Lstat(filepath.Join(runs[0], "agent", name)); err == nil {
+					t.Errorf("the record holds %s from the image", name)
+				}
+			}
+			_, checks := wlVerdict(t, runs[0])
+			if c := checks["agent hardening seen from outside"]; !strings.HasPrefix(c, "ok") {
+				t.Errorf("agent hardening seen from outside: %q (run: %v)\n%s", c, err, out)
+			}
+			agCheckNothingLeft(t, id)
+		})
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/inside"
 	"golang.org/x/sys/unix"
 )
 
@@ -407,23 +408,101 @@ func (p *hostProcess) WatchExit(stop <-chan struct{}) <-chan struct{} {
 	return done
 }
 
-// RoleStatus reads the status of the container's main process: this one,
-// or, when it is docker-init, its one child, itself proven (the same
-// container's, and this process's child) and held while it is read.
+// RoleStatus reads the status of the container's processes: this one,
+// or the child of docker-init, and every process below it (under the
+// launcher, the supervisor and the stage that executes the workload),
+// each proven to be the child of its parent; it returns the weakest
+// (inside.Weakest), so a check judges the least hardened.
 func (p *hostProcess) RoleStatus() (ProcStatus, error) {
 	comm, err := p.readFile("comm")
 	if err != nil {
 		return ProcStatus{}, err
 	}
 	if strings.TrimSpace(string(comm)) != "docker-init" {
-		return p.status()
+		return p.treeStatus(0)
 	}
 	child, err := p.child()
 	if err != nil {
 		return ProcStatus{}, err
 	}
 	defer child.Close()
-	return child.status()
+	return child.treeStatus(0)
+}
+
+// maxTreeDepth bounds how deep treeStatus follows children.
+const maxTreeDepth = 8
+
+// treeStatus is the weakest status of p and of every descendant, each
+// proven to be its parent's child (a child that ended meanwhile is
+// skipped: it holds nothing any more).
+func (p *hostProcess) treeStatus(depth int) (ProcStatus, error) {
+	st, err := p.status()
+	if err != nil {
+		return ProcStatus{}, err
+	}
+	if depth >= maxTreeDepth {
+		return st, fmt.Errorf("process %d: more than %d levels of children", p.pid, maxTreeDepth)
+	}
+	pids, err := p.childPids()
+	if err != nil {
+		return ProcStatus{}, err
+	}
+	all := []ProcStatus{st}
+	for _, pid := range pids {
+		c, err := hostProc.prove(p.id, pid, p.created)
+		if errors.Is(err, ErrProcessGone) {
+			continue
+		}
+		if err != nil {
+			return ProcStatus{}, err
+		}
+		if err := c.childOf(p.pid); err != nil {
+			c.Close()
+			return ProcStatus{}, err
+		}
+		cst, err := c.treeStatus(depth + 1)
+		c.Close()
+		if errors.Is(err, ErrProcessGone) {
+			continue
+		}
+		if err != nil {
+			return ProcStatus{}, err
+		}
+		all = append(all, cst)
+	}
+	return inside.Weakest(all...), nil
+}
+
+// childPids lists the children of every thread of p (a Go program
+// starts a child from whichever thread runs the call).
+func (p *hostProcess) childPids() ([]int, error) {
+	var tids []string
+	err := p.use(func() error {
+		fd, err := unix.Openat(p.dir, "task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
+		if err != nil {
+			return p.readErr("task", err)
+		}
+		d := os.NewFile(uintptr(fd), "task")
+		defer d.Close()
+		tids, err = d.Readdirnames(-1)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, tid := range tids {
+		data, err := p.readFile("task/" + tid + "/children")
+		if err != nil {
+			continue // the thread ended since the listing
+		}
+		for _, f := range strings.Fields(string(data)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids, nil
 }
 
 func (p *hostProcess) status() (ProcStatus, error) {

@@ -4,30 +4,29 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// ObserveRole finds the role's main process in this pid namespace
-// (the lowest pid that is neither this process nor docker-init) and reads
-// its status until it shows the role's own hardening applied (seccomp
-// filter mode with two filters or more, no_new_privs) or timeout passes;
-// it returns the last status read. It fails when no process other than
-// this one and docker-init was ever found. A held role waits, hardened,
-// for its release (internal/hold), so the first reads that find it
-// hardened are what it runs with.
+// ObserveRole reads every process in this pid namespace but this one and
+// docker-init (the role's, and under the launcher the supervisor and the
+// stage that executes the workload) until each shows the role's own
+// hardening applied (inside.ProcStatus.Hardened), or timeout passes; it
+// returns the weakest status read last, so a check judges the least
+// hardened process. It fails when no process other than this one and
+// docker-init was ever found. A held role waits, hardened, for its
+// release (internal/hold), so what is read is what it runs with.
 func ObserveRole(timeout time.Duration) (ProcStatus, error) {
 	deadline := time.Now().Add(timeout)
 	var last ProcStatus
 	seen := false
 	for {
-		st, err := readRoleStatus()
+		sts, err := readRoleStatuses()
 		if err == nil {
-			last, seen = st, true
-			if st.Seccomp == 2 && st.SeccompFilters >= 2 && st.NoNewPrivs {
-				return st, nil
+			last, seen = Weakest(sts...), true
+			if last.Hardened() {
+				return last, nil
 			}
 		}
 		if time.Now().After(deadline) {
@@ -40,30 +39,35 @@ func ObserveRole(timeout time.Duration) (ProcStatus, error) {
 	}
 }
 
-// readRoleStatus reads the status of the lowest pid in /proc that is not
-// this process and not docker-init.
-func readRoleStatus() (ProcStatus, error) {
+// readRoleStatuses reads the status of every process in /proc that is
+// not this process and not docker-init.
+func readRoleStatuses() ([]ProcStatus, error) {
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		return ProcStatus{}, err
+		return nil, err
 	}
-	var pids []int
+	var sts []ProcStatus
 	for _, e := range ents {
-		if pid, err := strconv.Atoi(e.Name()); err == nil && pid != os.Getpid() {
-			pids = append(pids, pid)
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
 		}
-	}
-	slices.Sort(pids)
-	for _, pid := range pids {
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 		if err != nil || strings.TrimSpace(string(comm)) == "docker-init" {
 			continue
 		}
 		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 		if err != nil {
-			continue
+			continue // ended since the listing
 		}
-		return ParseStatus(string(data))
+		st, err := ParseStatus(string(data))
+		if err != nil {
+			return nil, fmt.Errorf("process %d: %w", pid, err)
+		}
+		sts = append(sts, st)
 	}
-	return ProcStatus{}, errors.New("no role process in this pid namespace")
+	if len(sts) == 0 {
+		return nil, errors.New("no role process in this pid namespace")
+	}
+	return sts, nil
 }

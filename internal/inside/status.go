@@ -63,3 +63,31 @@ func ParseStatus(text string) (ProcStatus, error) {
 	}
 	return st, nil
 }
+
+// Hardened reports whether st shows a role's own hardening applied: the
+// seccomp filter mode with two filters or more (the engine's and the
+// role's own), no_new_privs, no effective capability, not root.
+func (st ProcStatus) Hardened() bool {
+	return st.Seccomp == 2 && st.SeccompFilters >= 2 && st.NoNewPrivs && st.CapEff == 0 && st.UID != 0
+}
+
+// Weakest is the least hardened of statuses, the one a check must judge
+// when every process of a role's container must hold: one not hardened
+// before any that is, then the fewest seccomp filters. It is the zero
+// ProcStatus for none.
+func Weakest(statuses ...ProcStatus) ProcStatus {
+	var w ProcStatus
+	for i, st := range statuses {
+		if i == 0 || weaker(st, w) {
+			w = st
+		}
+	}
+	return w
+}
+
+func weaker(a, b ProcStatus) bool {
+	if a.Hardened() != b.Hardened() {
+		return !a.Hardened()
+	}
+	return a.SeccompFilters < b.SeccompFilters
+}
