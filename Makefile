@@ -103,14 +103,23 @@ wine-unit:
 
 # Release archives in dist/: one per target (tar.gz, zip for Windows)
 # holding the host binary with the version stamped, and SHA256SUMS.
+# Each archive also carries the Linux binaries for the engine's containers,
+# linux-amd64/mcpsidecar and linux-arm64/mcpsidecar, beside the host binary
+# (but the host binary's own): a Windows or macOS host, or an engine of
+# another machine, takes the one of the engine's architecture from there
+# (internal/sandbox, roleBinary).
 dist:
-	rm -rf dist && mkdir -p dist
+	rm -rf dist && mkdir -p dist/.roles
+	@set -e; for a in amd64 arm64; do mkdir -p dist/.roles/linux-$$a; \
+	  GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/.roles/linux-$$a/mcpsidecar ./cmd/mcpsidecar; done
 	@set -e; for t in $(TARGETS); do os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 	  d=dist/mcpsidecar-$(VERSION)-$$os-$$arch; mkdir -p $$d; \
 	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$d/mcpsidecar$$ext ./cmd/mcpsidecar; \
 	  cp -r LICENSE README.md docs $$d/; \
+	  for a in amd64 arm64; do [ $$os/$$arch = linux/$$a ] || cp -r dist/.roles/linux-$$a $$d/; done; \
 	  if [ $$os = windows ]; then (cd dist && zip -qr $${d#dist/}.zip $${d#dist/}); else tar -C dist -czf $$d.tar.gz $${d#dist/}; fi; \
 	  rm -rf $$d; done
+	rm -rf dist/.roles
 	cd dist && sha256sum *.tar.gz *.zip > SHA256SUMS
 
 # go.mod and go.sum say exactly what the code imports.

@@ -45,6 +45,7 @@ type wineHost struct {
 	script  string // scripts/wine-exec.sh
 	prefix  string // WINEPREFIX
 	exe     string // the Windows binary, as a Windows path
+	exePath string // the same, as a Linux path
 	scratch string // a directory of the test on the prefix's C: drive (a Linux path)
 }
 
@@ -64,7 +65,7 @@ func newWine(t testing.TB, id string) *wineHost {
 		w.prefix = filepath.Join(os.Getenv("HOME"), ".cache", "mcpsidecar-wine") // wine-exec.sh's default
 	}
 	exe := buildFor(t, "windows", filepath.Join(t.TempDir(), "mcpsidecar.exe"))
-	w.exe = w.winPath(exe)
+	w.exe, w.exePath = w.winPath(exe), exe
 	t.Cleanup(func() { w.waitServer(t) })
 	if r := w.run(t, nil, "version"); r.code != 0 || !strings.Contains(r.stdout, "windows/amd64") {
 		t.Fatalf("mcpsidecar.exe version under wine: exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
@@ -181,7 +182,17 @@ func TestWineDoctorAndSpecCheck(t *testing.T) {
 	id, _, _ := hxSetup(t)
 	w := newWine(t, id)
 	eng := enginehost.Start(t, enginehost.Options{TLS: true}) // Docker 26: no --allow-old-engine
-	env := append(wineEngineEnv(w, eng, id), "MCPSIDECAR_IMAGE_BINARY="+w.winPath(Binary(t)))
+	// The release archive's layout (make dist): the Linux binary of the
+	// engine's machine in linux-amd64\ beside mcpsidecar.exe, which takes
+	// it from there; no MCPSIDECAR_IMAGE_BINARY.
+	beside := filepath.Join(filepath.Dir(w.exePath), "linux-amd64", "mcpsidecar")
+	if err := os.MkdirAll(filepath.Dir(beside), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(Binary(t), beside); err != nil {
+		t.Fatal(err)
+	}
+	env := wineEngineEnv(w, eng, id)
 	if !strings.Contains(strings.Join(env, " "), `DOCKER_CERT_PATH=Z:\`) {
 		t.Fatalf("the engine's certificates are not named by a Windows path: %q", env)
 	}

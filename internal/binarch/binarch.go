@@ -13,6 +13,8 @@ import (
 	"debug/pe"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 )
 
 // Binary is what an executable's header says it runs on, in Go's names
@@ -35,8 +37,28 @@ func (b Binary) String() string {
 var ErrUnknownFormat = errors.New("not an ELF, PE or Mach-O executable")
 
 // Of reads the executable's format, system and machine from its header.
-func Of(data []byte) (Binary, error) {
-	r := bytes.NewReader(data)
+func Of(data []byte) (Binary, error) { return of(bytes.NewReader(data)) }
+
+// CheckFile is Check of the executable at path, read where its headers
+// are (not whole).
+func CheckFile(path, goos, goarch string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	b, err := of(f)
+	if err != nil {
+		return err
+	}
+	return check(b, goos, goarch)
+}
+
+func of(r io.ReaderAt) (Binary, error) {
+	data := make([]byte, 4)
+	if n, _ := r.ReadAt(data, 0); n < len(data) {
+		return Binary{}, ErrUnknownFormat
+	}
 	switch {
 	case bytes.HasPrefix(data, []byte(elf.ELFMAG)):
 		f, err := elf.NewFile(r)
@@ -68,6 +90,10 @@ func Check(data []byte, goos, goarch string) error {
 	if err != nil {
 		return err
 	}
+	return check(b, goos, goarch)
+}
+
+func check(b Binary, goos, goarch string) error {
 	if b.Format != "ELF" || b.OS != "linux" || b.Arch != goarch || goos != "linux" {
 		return &MismatchError{Binary: b, EngineOS: goos, EngineArch: goarch}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -103,5 +104,33 @@ func TestCheckThisBinary(t *testing.T) {
 	var me *MismatchError
 	if err := Check(data, "linux", other); !errors.As(err, &me) || me.Binary.Arch != runtime.GOARCH {
 		t.Fatalf("own binary on linux/%s: got %v, want a mismatch naming %s", other, err, runtime.GOARCH)
+	}
+}
+
+// TestCheckFile reads an executable's headers where they are: this test
+// binary is a Linux ELF of its own machine; a file that is no executable
+// is refused.
+func TestCheckFile(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS == "linux" {
+		if err := CheckFile(self, "linux", runtime.GOARCH); err != nil {
+			t.Errorf("this test binary: %v", err)
+		}
+	}
+	if err := CheckFile(self, "linux", "riscv64"); err == nil {
+		t.Error("a binary of another machine passed")
+	}
+	text := filepath.Join(t.TempDir(), "text")
+	if err := os.WriteFile(text, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckFile(text, "linux", runtime.GOARCH); err == nil {
+		t.Error("a script passed")
+	}
+	if err := CheckFile(filepath.Join(t.TempDir(), "absent"), "linux", runtime.GOARCH); err == nil {
+		t.Error("a missing file passed")
 	}
 }

@@ -117,7 +117,8 @@ func (j *job) checkImageBinary(bin []byte, path string) error {
 	if err := binarch.Check(bin, cmp.Or(e.OS, "linux"), e.Arch); err != nil {
 		return exitcode.WithHint(exitcode.Unavailable,
 			fmt.Errorf("the binary for the image, %s, cannot run in the engine's containers: %w", path, err),
-			fmt.Sprintf("point %s at a Linux %s build of mcpsidecar (GOOS=linux GOARCH=%s make build), or use an engine of this binary's machine", EnvImageBinary, e.Arch, e.Arch))
+			fmt.Sprintf("keep the release archive's %s directory beside mcpsidecar, or point %s at a Linux %s build of mcpsidecar (GOOS=linux GOARCH=%s make build), or use an engine of this binary's machine",
+				RoleBinaryDir(e.Arch), EnvImageBinary, e.Arch, e.Arch))
 	}
 	return nil
 }

@@ -120,10 +120,15 @@ func (o *observer) claim(role string) bool {
 	return true
 }
 
+// record keeps the first observation of role: one recorded when a held
+// role was released unread (observeHeld) is not replaced by a reading
+// made after its release (red team, session 37).
 func (o *observer) record(role string, ob runs.Observation) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.seen[role] = ob
+	if _, ok := o.seen[role]; !ok {
+		o.seen[role] = ob
+	}
 }
 
 // close stops the watches and returns what was seen.
@@ -167,11 +172,16 @@ func (j *job) observeHeld(ctx context.Context, c *orchestrate.Container) {
 	}
 	timer := time.NewTimer(helperTimeout)
 	defer timer.Stop()
+	var why string
 	select {
 	case <-j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c):
+		return
 	case <-timer.C:
+		why = fmt.Sprintf("the role was released unread: no hardening report within %s", helperTimeout)
 	case <-ctx.Done():
+		why = "the run ended before the role was read: " + ctx.Err().Error()
 	}
+	j.obs.record(role, runs.Observation{Detail: "not observed: " + why, Unproven: why})
 }
 
 func (j *job) hardenPolicy(role string) harden.Policy {

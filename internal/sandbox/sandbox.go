@@ -394,13 +394,9 @@ func (j *job) ensureImage(ctx context.Context) error {
 }
 
 func (j *job) imageFiles() (dockerx.ImageFiles, error) {
-	binPath := j.getenv(EnvImageBinary)
-	if binPath == "" {
-		p, err := os.Executable()
-		if err != nil {
-			return dockerx.ImageFiles{}, fmt.Errorf("finding this binary: %w", err)
-		}
-		binPath = p
+	binPath, err := j.binaryPath() // workload.go
+	if err != nil {
+		return dockerx.ImageFiles{}, err
 	}
 	bin, err := os.ReadFile(binPath)
 	if err != nil {

@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/binarch"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
@@ -210,5 +212,39 @@ func (j *job) binaryPath() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding this binary (the launcher): %w", err)
 	}
-	return filepath.EvalSymlinks(p)
+	self, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return "", err
+	}
+	return roleBinary(self, j.meta.Engine.OS, j.meta.Engine.Arch), nil
+}
+
+// RoleBinaryDir is where, beside the host binary, a release archive keeps
+// the Linux binaries for the engine's containers: linux-amd64/mcpsidecar
+// and linux-arm64/mcpsidecar (make dist). A Windows or macOS host, or a
+// Linux host whose engine has another machine, finds the one of the
+// engine's architecture there.
+func RoleBinaryDir(goarch string) string { return "linux-" + goarch }
+
+// roleBinary is the binary that goes into the image for an engine of
+// goos/goarch: self when the engine can run it (or the engine's machine
+// was not read: another backend), else the Linux binary of the engine's
+// architecture beside self (RoleBinaryDir), when there is one the engine
+// can run; else self, which checkImageBinary then refuses with the
+// reason.
+func roleBinary(self, goos, goarch string) string {
+	if goarch == "" || binaryRuns(self, goos, goarch) {
+		return self
+	}
+	beside := filepath.Join(filepath.Dir(self), RoleBinaryDir(goarch), "mcpsidecar")
+	if binaryRuns(beside, goos, goarch) {
+		return beside
+	}
+	return self
+}
+
+// binaryRuns reports whether the executable at path is one an engine of
+// goos/goarch runs (its headers, binarch.CheckFile).
+func binaryRuns(path, goos, goarch string) bool {
+	return binarch.CheckFile(path, cmp.Or(goos, "linux"), goarch) == nil
 }

@@ -44,10 +44,15 @@ const checkNoRoute = "no route out"
 
 var tableSplit = regexp.MustCompile(`\s{2,}`)
 
-// OwnWorkload is the verdict of a user's own workload: it exited 0, and
-// the sidecar's audit is complete.
-func OwnWorkload(dir string, exitCode int) []runs.Check {
+// OwnWorkload is the verdict of a user's own workload: it exited 0, and,
+// when the plan has a sidecar, the sidecar's audit is complete (without
+// one there is no audit: a spec without mcp_client; red team, session 37,
+// saw such a run fail on the audit of a sidecar that never existed).
+func OwnWorkload(dir string, exitCode int, sidecar bool) []runs.Check {
 	exit := runs.Check{Name: CheckWorkloadExit, OK: exitCode == 0, Detail: fmt.Sprintf("want 0, got %d", exitCode)}
+	if !sidecar {
+		return []runs.Check{exit}
+	}
 	return []runs.Check{exit, auditComplete(filepath.Join(dir, runs.FileAudit))}
 }
 

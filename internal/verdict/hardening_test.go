@@ -105,3 +105,16 @@ func TestObserveAll(t *testing.T) {
 		}
 	}
 }
+
+// TestOwnWorkloadWithoutSidecar: a plan without a sidecar has no audit to
+// complete; with one, a missing audit fails.
+func TestOwnWorkloadWithoutSidecar(t *testing.T) {
+	dir := t.TempDir()
+	if cs := OwnWorkload(dir, 0, false); len(cs) != 1 || cs[0].Name != CheckWorkloadExit || !cs[0].OK {
+		t.Errorf("no sidecar: %+v", cs)
+	}
+	cs := OwnWorkload(dir, 0, true)
+	if len(cs) != 2 || cs[1].Name != CheckWorkloadAudit || cs[1].OK {
+		t.Errorf("a sidecar with no audit: %+v", cs)
+	}
+}

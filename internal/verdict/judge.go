@@ -113,7 +113,7 @@ func (j *Judgement) workload(r Record) {
 	case r.AgentExit == nil:
 		j.Checks = append(j.Checks, runs.Check{Name: "workload ran", Detail: errText(r.RunErr, "the workload did not run")})
 	case r.Own && r.Workload == WorkloadAgent:
-		j.Checks = append(j.Checks, OwnWorkload(r.Dir, *r.AgentExit)...)
+		j.Checks = append(j.Checks, OwnWorkload(r.Dir, *r.AgentExit, r.planned(roleSidecar))...)
 	case r.Workload == WorkloadAgent:
 		rc := CheckRunExit(r.Dir, *r.AgentExit, r.Question)
 		for _, c := range rc.Checks {
