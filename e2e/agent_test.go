@@ -234,6 +234,7 @@ allowed_ip_addresses = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16"]
 	r.stdout, r.stderr = stdout.String(), stderr.String()
 	t.Logf("mcpsidecar %s (%s model) took %s; stderr:\n%s", strings.Join(args, " "), behaviour, r.wall.Round(time.Millisecond), r.stderr)
 	r.w.stop()
+	r.w.runsDir = r.runsDir
 	r.w.checkOrder(t)
 	return r
 }

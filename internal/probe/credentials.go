@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/redact"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
@@ -165,6 +166,11 @@ func (s *credentialScan) variable(where, name, value string) {
 		return
 	case IsPlaceholder(value):
 		s.note(name + " holds the run's placeholder")
+		return
+	case name == hold.TokenEnv:
+		// The harness's own: a held role's release token, spent once the
+		// role was released (internal/hold); it opens nothing else.
+		s.note(name + " is the start hold's release token, spent at the release")
 		return
 	case s.c.livesIn(name) == LivesGateway:
 		s.find(where, name+" holds a value that is not the run's placeholder (its credential lives in the gateway)")

@@ -66,6 +66,8 @@ func TestCredentialVariable(t *testing.T) {
 		{"a path", nil, nil, "PATH", "/usr/bin:/bin", "", ""},
 		{"a word that starts like a key", nil, nil, "TOPIC", "sk-learn", "", ""},
 		{"an empty secret-named variable", gateway, nil, "OPENAI_API_KEY", "", "", ""},
+		{"the start hold's spent token", gateway, nil, "MCPSIDECAR_HOLD_TOKEN", "0123456789abcdef0123456789abcdef", "", "release token"},
+		{"another name like the hold's is any secret-named variable", gateway, nil, "MCPSIDECAR_HOLD_TOKENX", "0123456789abcdef0123456789abcdef", "secret-named variable", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
