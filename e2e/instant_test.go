@@ -26,15 +26,7 @@ func TestInstantWorkloadObserved(t *testing.T) {
 	for _, mode := range []string{"bind", "volume"} {
 		t.Run(mode, func(t *testing.T) {
 			id := RandHex(6)
-			runsDir := filepath.Join(dir, "runs-"+mode)
-			cmd := exec.Command(bin, "run", "--runs-dir", runsDir, "--allow-old-engine", "--image", image, "--pull", "never", "--", "/workloadprobe", "exit-now")
-			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-e2e", "MCPSIDECAR_OUTPUT="+mode,
-				"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
-			out, err := cmd.CombinedOutput()
-			runs, _ := filepath.Glob(filepath.Join(runsDir, "run-*"))
-			if len(runs) != 1 {
-				t.Fatalf("want one run directory, got %v (run: %v)\n%s", runs, err, out)
-			}
+			runs, out, err := runExitNow(t, bin, image, filepath.Join(dir, "runs-"+mode), mode, id)
 			var md struct {
 				Observed   map[string]struct{ Seen bool } `json:"observed"`
 				Containers []struct {
@@ -89,15 +81,7 @@ func TestPlantedReleaseFileIgnored(t *testing.T) {
 	for _, mode := range []string{"bind", "volume"} {
 		t.Run(mode, func(t *testing.T) {
 			id := RandHex(6)
-			runsDir := filepath.Join(dir, "runs-"+mode)
-			cmd := exec.Command(bin, "run", "--runs-dir", runsDir, "--allow-old-engine", "--image", image, "--pull", "never", "--", "/workloadprobe", "exit-now")
-			cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-e2e", "MCPSIDECAR_OUTPUT="+mode,
-				"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
-			out, err := cmd.CombinedOutput()
-			runs, _ := filepath.Glob(filepath.Join(runsDir, "run-*"))
-			if len(runs) != 1 {
-				t.Fatalf("want one run directory, got %v (run: %v)\n%s", runs, err, out)
-			}
+			runs, out, err := runExitNow(t, bin, image, filepath.Join(dir, "runs-"+mode), mode, id)
 			for _, name := range []string{"planted.txt", ".mcpsidecar-start"} {
 				if _, err := os.Lstat(filepath.Join(runs[0], "agent", name)); err == nil {
 					t.Errorf("the record holds %s from the image", name)
@@ -110,4 +94,20 @@ func TestPlantedReleaseFileIgnored(t *testing.T) {
 			agCheckNothingLeft(t, id)
 		})
 	}
+}
+
+// runExitNow runs image's /workloadprobe exit-now with the output path
+// mode (bind or volume) into runsDir, and returns its one run directory
+// (in a slice of one), its output and its error.
+func runExitNow(t *testing.T, bin, image, runsDir, mode, id string) ([]string, []byte, error) {
+	t.Helper()
+	cmd := exec.Command(bin, "run", "--runs-dir", runsDir, "--allow-old-engine", "--image", image, "--pull", "never", "--", "/workloadprobe", "exit-now")
+	cmd.Env = append(os.Environ(), "OPENAI_API_KEY=sk-e2e", "MCPSIDECAR_OUTPUT="+mode,
+		"MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
+	out, err := cmd.CombinedOutput()
+	runs, _ := filepath.Glob(filepath.Join(runsDir, "run-*"))
+	if len(runs) != 1 {
+		t.Fatalf("want one run directory, got %v (run: %v)\n%s", runs, err, out)
+	}
+	return runs, out, err
 }
