@@ -28,6 +28,8 @@ import (
 //	           for the workload's end (its phases are its own)
 //	stop       stops what still runs, in the plan's stop order, and reads
 //	           each role's output where the lifecycle's collect finds it
+//	logs       a created role's two output streams, for the record and
+//	           for the error of a role that failed to start
 //	teardown   removes every object the run created (not with --keep)
 //	checks     the backend's own checks, added to the verdict
 //	isolation  the backend's own measures of the isolation (test-sandbox):
@@ -42,6 +44,7 @@ type Backend interface {
 	Outputs(ctx context.Context, r *Job, plan *orchestrate.Plan) error
 	Apply(ctx context.Context, r *Job) error
 	Stop(ctx context.Context, r *Job)
+	Logs(ctx context.Context, r *Job, c *orchestrate.Container, stdout, stderr io.Writer) error
 	Teardown(ctx context.Context, r *Job) error
 	Checks(r *Job) []runs.Check
 	Isolation(r *Job) []runs.Check
@@ -107,6 +110,11 @@ func (dockerBackend) Stop(ctx context.Context, r *Job) {
 	if !r.j.o.Keep {
 		r.j.sess.Stop(ctx)
 	}
+}
+
+// logs reads a container's two streams from the engine.
+func (dockerBackend) Logs(ctx context.Context, r *Job, c *orchestrate.Container, stdout, stderr io.Writer) error {
+	return r.j.sess.Engine.Logs(ctx, c.ID, stdout, stderr)
 }
 
 // teardown removes the session's containers and networks, then the

@@ -3,6 +3,10 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -80,6 +84,13 @@ func (b *fakeBackend) Apply(ctx context.Context, r *Job) error {
 
 func (b *fakeBackend) Stop(context.Context, *Job) { _ = b.call("stop") }
 
+// Logs answers for the backend's own containers: the lifecycle reads a
+// role's streams through the seam, never from the engine.
+func (b *fakeBackend) Logs(_ context.Context, _ *Job, c *orchestrate.Container, _, stderr io.Writer) error {
+	_, err := fmt.Fprintf(stderr, "fake backend log of %s\n", c.ID)
+	return err
+}
+
 func (b *fakeBackend) Teardown(context.Context, *Job) error {
 	clear(b.made)
 	return b.call("teardown")
@@ -129,6 +140,10 @@ func TestBackendSeamOrder(t *testing.T) {
 	wantPhases := []string{"spec", "preflight", "image", "run-dir", "collect", "teardown"}
 	if diff := cmp.Diff(wantPhases, phaseNames(res.Metadata.Phases)); diff != "" {
 		t.Errorf("phases (-want +got):\n%s", diff)
+	}
+	// The roles' logs came through the seam.
+	if logs, err := os.ReadFile(filepath.Join(res.RunDir, "gateway-logs.json")); err != nil || !strings.Contains(string(logs), "fake backend log of fake-gateway") {
+		t.Errorf("gateway-logs.json was not read through the backend: %s, %v", logs, err)
 	}
 	if len(b.made) != 0 {
 		t.Errorf("left after teardown: %v", b.made)

@@ -76,7 +76,7 @@ type logRecord struct {
 
 func (j *job) saveLogs(ctx context.Context, c *orchestrate.Container, jsonName, outName, errName string, accessLog []byte) error {
 	var out, errb capBuffer
-	if err := j.sess.Engine.Logs(ctx, c.ID, &out, &errb); err != nil {
+	if err := j.backend.Logs(ctx, j.run, c, &out, &errb); err != nil {
 		return err
 	}
 	rec := logRecord{ReturnCode: c.ExitCode, Stdout: string(j.redact(out.Bytes())), Stderr: string(j.redact(errb.Bytes())),

@@ -330,7 +330,8 @@ func (j *job) logTail(ctx context.Context, role string) string {
 	var out, errb capBuffer
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
-	if j.sess.Logs(lctx, role, &out, &errb) != nil {
+	c := j.sess.Find(role)
+	if c == nil || j.backend.Logs(lctx, j.run, c, &out, &errb) != nil {
 		return ""
 	}
 	b := j.redact(append(out.Bytes(), errb.Bytes()...))

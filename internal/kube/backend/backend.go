@@ -129,7 +129,6 @@ func (b *kubeBackend) Apply(ctx context.Context, r *sandbox.Job) error {
 		return exitcode.With(exitcode.Unavailable, err)
 	}
 	sess := r.Session()
-	sess.Engine = kubeLogs{Engine: sess.Engine, c: k.Client, ns: run.Namespace}
 	for _, st := range sess.Plan.Containers {
 		c := &orchestrate.Container{Step: st, ID: kube.PodName(st.Role), IPs: map[string]string{}}
 		if p, err := k.Client.Pod(ctx, run.Namespace, c.ID); err == nil {
@@ -419,18 +418,11 @@ func (b *kubeBackend) Teardown(ctx context.Context, _ *sandbox.Job) error {
 	return b.k.Client.Delete(ctx, b.ns)
 }
 
-// kubeLogs reads a role's log through the API (the container id is the
-// pod's name); every other call goes to the Docker engine.
-type kubeLogs struct {
-	dockerx.Engine
-	c  *kube.Client
-	ns string
-}
-
-// Logs writes the pod's log to stderr: the API merges the container's
-// two streams, and our roles log to stderr.
-func (k kubeLogs) Logs(ctx context.Context, id string, _, stderr io.Writer) error {
-	return k.c.Logs(ctx, k.ns, id, kube.ContainerName, stderr)
+// Logs writes a role's pod log to stderr (the container id is the pod's
+// name): the API merges the container's two streams, and our roles log
+// to stderr.
+func (b *kubeBackend) Logs(ctx context.Context, _ *sandbox.Job, c *orchestrate.Container, _, stderr io.Writer) error {
+	return b.k.Client.Logs(ctx, b.ns, c.ID, kube.ContainerName, stderr)
 }
 
 // token is a short random suffix for names (kube.Input.Token, a
