@@ -48,7 +48,6 @@ func volumeRig(t *testing.T) *rig {
 		case strings.HasSuffix(id, "-bridge"):
 			fmt.Fprintln(stdout, "unheld")
 		case strings.HasSuffix(id, "-observe"):
-			fmt.Fprintln(stderr, "observe-role: watching")
 			fmt.Fprintln(stdout, `{"seccomp":2,"seccomp_filters":2,"no_new_privs":true,"cap_eff":0,"cap_prm":0,"uid":65532}`)
 		}
 	}

@@ -50,7 +50,7 @@ type Engine struct {
 	StartErr     map[string]error // StartContainer fails, by container id
 	IP           string           // each container's address on "internal"
 	Stopped      bool             // InspectContainer reports not running
-	ExitOnStart  map[string]int   // containers (by id) that exit at once, with this code
+	ExitOnStart  map[string]int   // containers (by id) that exit at once, with this code (a hook may set it: read under hookMu)
 	// Ignores lists the signals a container (by id) survives, e.g.
 	// {"id-gw": {"TERM"}} for a role that does not exit on SIGTERM: the
 	// kill is recorded and accepted, and the container keeps running.
@@ -354,7 +354,11 @@ func (f *Engine) StartContainer(_ context.Context, id string) error {
 	f.mu.Lock()
 	f.started[id] = true
 	f.mu.Unlock()
-	if code, ok := f.ExitOnStart[id]; ok {
+	// A hook (OnCreate) may set ExitOnStart; hooks run under hookMu.
+	f.hookMu.Lock()
+	code, exits := f.ExitOnStart[id]
+	f.hookMu.Unlock()
+	if exits {
 		f.Exit(id, code)
 	}
 	if f.OnStart != nil {
