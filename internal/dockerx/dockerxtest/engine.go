@@ -348,7 +348,10 @@ func (f *Engine) StartContainer(_ context.Context, id string) error {
 	if !f.known(id) {
 		return ErrNoSuchContainer
 	}
-	if err := f.StartErr[id]; err != nil {
+	f.hookMu.Lock() // a hook (OnCreate) may set StartErr
+	err := f.StartErr[id]
+	f.hookMu.Unlock()
+	if err != nil {
 		return err
 	}
 	f.mu.Lock()
@@ -398,9 +401,9 @@ func (f *Engine) AttachContainer(_ context.Context, id string, stdout, _ io.Writ
 		return nil, ErrNoSuchContainer
 	}
 	done := make(chan error, 1)
-	f.mu.Lock()
+	f.hookMu.Lock() // a hook (OnCreate) may set Output
 	out, ok := f.Output[id]
-	f.mu.Unlock()
+	f.hookMu.Unlock()
 	if !ok {
 		out = "hello from " + id + "\n"
 	}
