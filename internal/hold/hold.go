@@ -14,6 +14,7 @@
 package hold
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"fmt"
@@ -34,6 +35,12 @@ const TokenEnv = "MCPSIDECAR_HOLD_TOKEN"
 
 // maxToken bounds what Wait reads of a release file.
 const maxToken = 256
+
+// partialWait is how long Wait waits for a release file that holds a
+// beginning of the token, or nothing yet, to hold all of it: the harness
+// creates the file, then writes the token into it, and a role polling
+// meanwhile sees it between the two (32 concurrent runs did).
+const partialWait = 500 * time.Millisecond
 
 // File is the release file's name in the role's output directory.
 const File = ".mcpsidecar-start"
@@ -84,19 +91,31 @@ func Wait(ctx context.Context, file, token string, timeout time.Duration) error 
 	defer deadline.Stop()
 	tick := time.NewTicker(5 * time.Millisecond)
 	defer tick.Stop()
+	refused := fmt.Errorf("the release file %s is not the harness's (it does not hold the run's token: planted?): refusing to start", file)
+	var partialSince time.Time
 	for {
 		if _, err := os.Lstat(file); err == nil {
 			got, rerr := readToken(file)
-			_ = os.Remove(file)
-			if rerr != nil || subtle.ConstantTimeCompare(got, []byte(token)) != 1 {
-				return fmt.Errorf("the release file %s is not the harness's (it does not hold the run's token: planted?): refusing to start", file)
+			switch {
+			case rerr == nil && subtle.ConstantTimeCompare(got, []byte(token)) == 1:
+				_ = os.Remove(file)
+				return nil
+			case rerr == nil && bytes.HasPrefix([]byte(token), got) && (partialSince.IsZero() || time.Since(partialSince) < partialWait):
+				if partialSince.IsZero() {
+					partialSince = time.Now() // being written, maybe: look again
+				}
+			default:
+				_ = os.Remove(file)
+				return refused
 			}
-			return nil
 		}
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("stopped while held, before the harness released it: %w", ctx.Err())
 		case <-deadline.C:
+			if !partialSince.IsZero() {
+				return refused
+			}
 			return fmt.Errorf("not released by the harness within %s (waiting for %s)", timeout, file)
 		case <-tick.C:
 		}

@@ -134,3 +134,24 @@ func TestHoldStops(t *testing.T) {
 		t.Errorf("returned after %s", d)
 	}
 }
+
+// TestHoldWaitsForTheWholeToken: the harness creates the release file,
+// then writes the token; a role that looks in between waits for the rest
+// (32 concurrent runs saw an empty file and refused to start).
+func TestHoldWaitsForTheWholeToken(t *testing.T) {
+	file := filepath.Join(t.TempDir(), File)
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(50 * time.Millisecond)
+		_, _ = f.WriteString(token[:2])
+		time.Sleep(50 * time.Millisecond)
+		_, _ = f.WriteString(token[2:])
+		f.Close()
+	}()
+	if err := Wait(context.Background(), file, token, 5*time.Second); err != nil {
+		t.Fatalf("a release file written in two steps: %v", err)
+	}
+}
