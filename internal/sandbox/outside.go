@@ -151,7 +151,14 @@ func (j *job) observeRole(role string) {
 		j.startObserving(context.Background(), c, false)
 		return
 	}
-	j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c)
+	j.watchOnHost(c)
+}
+
+// watchOnHost reads c's processes on this host once its role's report is
+// in the run directory (observer.watch).
+func (j *job) watchOnHost(c *orchestrate.Container) <-chan struct{} {
+	role := c.Step.Role
+	return j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c)
 }
 
 // observeHeld reads a held role's process from outside before its
@@ -174,7 +181,7 @@ func (j *job) observeHeld(ctx context.Context, c *orchestrate.Container) {
 	defer timer.Stop()
 	var why string
 	select {
-	case <-j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c):
+	case <-j.watchOnHost(c):
 		return
 	case <-timer.C:
 		why = fmt.Sprintf("the role was released unread: no hardening report within %s", helperTimeout)
