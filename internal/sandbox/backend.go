@@ -52,3 +52,27 @@ type Backend interface {
 	Checks(r *Job) []runs.Check
 	Isolation(r *Job) []runs.Check
 }
+
+// GC is a backend's gc (`mcpsidecar gc`): it finds what runs left where
+// the backend runs them (the Docker engine's containers, networks and
+// volumes, internal/dockerbackend; a cluster's run namespaces,
+// internal/kube/backend), removes what sel picks (this host's dead runs;
+// with sel.Kept its kept runs too) and waits until each is gone. cli
+// makes the one of the backend it chose and prints what it reports; it
+// never asks which one it got.
+type GC interface {
+	Collect(ctx context.Context, sel orchestrate.Selection) (Collected, error)
+}
+
+// Collected is what a [GC] removed, as gc prints it and as gc --json
+// writes it. A GC that could not look (no list of leftovers) returns no
+// Doc, and its error alone; one that failed to remove some returns what
+// it removed and the error.
+type Collected struct {
+	Removed []string // one line per object removed: "removed container NAME (run ID)"
+	Summary string   // the count line: "gc: removed ..."
+	Doc     any      // gc --json's document, after its schema
+	// Kept, when set, says what gc left of kept runs and how to remove
+	// them ("" for nothing); asked for the printed form only.
+	Kept func(ctx context.Context) string
+}

@@ -90,10 +90,6 @@ func (r *Job) WorkloadStarted() { r.j.running = &orchestrate.Running{} }
 // WorkloadExited records the workload's exit code.
 func (r *Job) WorkloadExited(code int) { r.j.agentExit = &code }
 
-// GC removes what this host's dead runs left on the Docker engine (the
-// lifecycle does it at every preflight; gc's command too).
-func (r *Job) GC(ctx context.Context) { r.j.gc(ctx) }
-
 // Getenv reads the host's environment (Options.Getenv, or the process's).
 func (r *Job) Getenv(name string) string { return r.j.getenv(name) }
 
