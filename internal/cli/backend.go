@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerbackend"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	kubebackend "github.com/mcpsidecar/mcpsidecar/internal/kube/backend"
@@ -145,5 +146,5 @@ func (o sandboxOptions) backend() sandbox.Backend {
 	if o.kube != nil {
 		return kubebackend.New(o.kube)
 	}
-	return sandbox.Docker()
+	return dockerbackend.New()
 }

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerbackend"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	kubebackend "github.com/mcpsidecar/mcpsidecar/internal/kube/backend"
 	"github.com/mcpsidecar/mcpsidecar/internal/noexec"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
-	"github.com/spf13/cobra"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
 
 func newGCCmd(s Streams) *cobra.Command {
@@ -35,14 +39,13 @@ With --backend kubernetes it removes, by the same rules, the run namespaces
 name, waiting until each is gone; it does not need Docker.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			switch b.backend {
-			case backendDocker:
-				err = runGC(cmd.Context(), s, kept, asJSON)
-			case backendKubernetes:
-				err = runKubeGC(cmd.Context(), s, b, kept, asJSON)
-			default:
+			if b.backend != backendDocker && b.backend != backendKubernetes {
 				return usageErrorf("--backend %q: want %s or %s", b.backend, backendDocker, backendKubernetes)
+			}
+			gc, done, err := b.gc(cmd.Context())
+			if err == nil {
+				defer done()
+				err = runGC(cmd.Context(), s, gc, kept, asJSON)
 			}
 			return errors.Join(err, sweepMounts(s, runsDir, asJSON)) // after the containers that held them
 		},
@@ -52,6 +55,49 @@ name, waiting until each is gone; it does not need Docker.`,
 	cmd.Flags().BoolVar(&kept, "kept", false, "also remove what runs started with --keep kept")
 	cmd.Flags().StringVar(&runsDir, "runs-dir", runs.DefaultRunsDir, "directory that holds the run directories (for leftover output mounts)")
 	return cmd
+}
+
+// addGCBackendFlags adds the backend flags gc reads: which backend, and
+// which cluster. The others of backendFlags say how a run is started and
+// mean nothing to gc, which finds run namespaces by their labels.
+func addGCBackendFlags(cmd *cobra.Command, b *backendFlags) {
+	f := cmd.Flags()
+	f.StringVar(&b.backend, "backend", orDefault(os.Getenv(envBackend), backendDocker),
+		"what to clean up: docker (containers and networks), or kubernetes (run namespaces; docs/kubernetes.md) ("+envBackend+")")
+	f.StringVar(&b.kubeconfig, "kubeconfig", "", "kubeconfig file (default $KUBECONFIG, then ~/.kube/config, then the in-cluster account)")
+	f.StringVar(&b.context, "context", "", "kubeconfig context (default its current one)")
+}
+
+// gc is the gc of the backend --backend names (docker or kubernetes),
+// connected: the engine, or the cluster --kubeconfig and --context name;
+// done closes it.
+func (b backendFlags) gc(ctx context.Context) (gc sandbox.GC, done func(), err error) {
+	if b.backend == backendKubernetes {
+		c, err := connectKubeGC(b)
+		if err != nil {
+			return nil, nil, err
+		}
+		return kubebackend.NewGC(c), func() {}, nil
+	}
+	eng, done, err := connectEngine(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dockerbackend.NewGC(eng), done, nil
+}
+
+// connectKubeGC connects to the cluster b names; tests replace it with a
+// fake.
+var connectKubeGC = func(b backendFlags) (kubebackend.Namespaces, error) {
+	cfg, err := kube.Config(b.kubeconfigPath(), b.context)
+	if err != nil {
+		return nil, withHint(ExitUnavailable, err, "name the cluster with --kubeconfig (or KUBECONFIG) and --context")
+	}
+	c, err := kube.NewClient(cfg)
+	if err != nil {
+		return nil, withHint(ExitUnavailable, err, "check the kubeconfig's server and credentials")
+	}
+	return c, nil
 }
 
 // connectEngine opens the Docker engine and checks that it answers; tests
@@ -74,55 +120,28 @@ func hostSelection() orchestrate.Selection {
 	return orchestrate.Selection{Host: host, Alive: orchestrate.PIDAlive}
 }
 
-func runGC(ctx context.Context, s Streams, kept, asJSON bool) error {
-	eng, done, err := connectEngine(ctx)
-	if err != nil {
-		return err
-	}
-	defer done()
+// runGC removes what gc picks of this host's runs (kept ones too with
+// kept) and prints it, or writes its --json document.
+func runGC(ctx context.Context, s Streams, gc sandbox.GC, kept, asJSON bool) error {
 	sel := hostSelection()
 	sel.Kept = kept
-	got, err := orchestrate.Sweep(ctx, eng, sel)
+	got, err := gc.Collect(ctx, sel)
+	if got.Doc == nil {
+		return err // nothing was looked at
+	}
 	if asJSON {
-		return errors.Join(writeJSONDoc(s.Out, gcSchema, got), err) // the document, and a failed removal still fails
+		return errors.Join(writeJSONDoc(s.Out, gcSchema, got.Doc), err) // the document, and a failed removal still fails
 	}
-	printRemoved(s.Out, got)
-	fmt.Fprintf(s.Out, "gc: removed %d container(s), %d network(s) and %d volume(s)\n", len(got.Containers), len(got.Networks), len(got.Volumes))
-	if !kept {
-		sayKept(ctx, s, eng, sel)
+	for _, line := range got.Removed {
+		fmt.Fprintln(s.Out, line)
 	}
-	return err
-}
-
-// sayKept tells how many containers of runs kept with --keep gc left, and
-// how to remove them.
-func sayKept(ctx context.Context, s Streams, eng dockerx.Engine, sel orchestrate.Selection) {
-	cs, err := eng.ListContainers(ctx, map[string]string{orchestrate.LabelKept: "1"})
-	if err != nil {
-		return
-	}
-	sel.Kept = true
-	runsKept := map[string]bool{}
-	for _, c := range cs {
-		if c.Labels[orchestrate.LabelKept] == "1" && sel.Picks(c) {
-			runsKept[c.Labels[orchestrate.LabelRun]] = true
+	fmt.Fprintln(s.Out, got.Summary)
+	if got.Kept != nil {
+		if note := got.Kept(ctx); note != "" {
+			fmt.Fprintln(s.Out, note)
 		}
 	}
-	if len(runsKept) > 0 {
-		fmt.Fprintf(s.Out, "gc: left %d run(s) kept with --keep; remove them with: mcpsidecar gc --kept (or one: mcpsidecar runs rm RUN)\n", len(runsKept))
-	}
-}
-
-func printRemoved(w io.Writer, got orchestrate.Collected) {
-	for _, c := range got.Containers {
-		fmt.Fprintf(w, "removed container %s (run %s)\n", c.Name, c.Labels[orchestrate.LabelRun])
-	}
-	for _, n := range got.Networks {
-		fmt.Fprintf(w, "removed network %s (run %s)\n", n.Name, n.Labels[orchestrate.LabelRun])
-	}
-	for _, v := range got.Volumes {
-		fmt.Fprintf(w, "removed volume %s (run %s)\n", v.Name, v.Labels[orchestrate.LabelRun])
-	}
+	return err
 }
 
 // sweepMounts unmounts the output-directory mounts dead runs left below

@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	kubebackend "github.com/mcpsidecar/mcpsidecar/internal/kube/backend"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 )
 
@@ -48,7 +49,7 @@ func (f *fakeCluster) Remove(_ context.Context, ls []kube.Leftover) ([]kube.Left
 func useCluster(t *testing.T, f *fakeCluster) {
 	t.Helper()
 	orig, origEngine := connectKubeGC, connectEngine
-	connectKubeGC = func(b backendFlags) (namespaceGC, error) { f.flags = b; return f, nil }
+	connectKubeGC = func(b backendFlags) (kubebackend.Namespaces, error) { f.flags = b; return f, nil }
 	connectEngine = func(context.Context) (dockerx.Engine, func(), error) {
 		t.Error("gc on the Kubernetes backend asked for the Docker engine")
 		return nil, nil, errors.New("no Docker in this test")

@@ -6,26 +6,34 @@ import (
 	"go/token"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// lifecycleFiles are the sandbox package's sequencer: the stages every
-// run goes through whatever its backend (internal/sandbox/backend.go).
-var lifecycleFiles = []string{"sandbox.go", "steps.go", "collect.go", "record.go", "redact.go", "doctor_verdict.go", "credentials.go", "harden.go"}
-
 // backendNames are what names one backend: its type, its constructor,
 // its configuration, or the packages only it drives.
-var backendNames = map[string]bool{"dockerBackend": true, "kubeBackend": true, "Docker": true, "Kubernetes": true, "Kube": true}
+var backendNames = map[string]bool{"dockerBackend": true, "kubeBackend": true, "dockerbackend": true, "kubebackend": true,
+	"Docker": true, "Kubernetes": true, "Kube": true}
 
 // TestLifecycleNamesNoBackend: the lifecycle calls its Backend and never
-// asks which one it got. Its files name no backend type, constructor or
-// configuration, and import no Kubernetes package.
+// asks which one it got. No file of package sandbox names a backend's
+// type, constructor, package or configuration, or imports a Kubernetes
+// package: the sequencer and the stages alike (the backends live in
+// internal/dockerbackend and internal/kube/backend).
 func TestLifecycleNamesNoBackend(t *testing.T) {
 	dir := filepath.Join("..", "sandbox")
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil || len(files) < 10 {
+		t.Fatalf("the sandbox package's files: %q, %v", files, err)
+	}
 	fset := token.NewFileSet()
-	for _, name := range lifecycleFiles {
-		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+	for _, path := range files {
+		name := filepath.Base(path)
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, parser.SkipObjectResolution)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,6 +86,34 @@ func TestSandboxImportsNoBackend(t *testing.T) {
 	for _, d := range deps(t, "internal/sandbox") {
 		if d == module+"internal/kube" || strings.HasPrefix(d, module+"internal/kube/") || strings.HasPrefix(d, "k8s.io/") {
 			t.Errorf("internal/sandbox depends on %s: the lifecycle names no backend", d)
+		}
+	}
+}
+
+// TestBackendsApart: the lifecycle package imports neither backend's
+// package (cli wires one in), and the Kubernetes backend does not import
+// the Docker backend: what both need of this host (the run directory's
+// noexec output folders) is internal/hostoutput's.
+func TestBackendsApart(t *testing.T) {
+	backends := []string{module + "internal/dockerbackend", module + "internal/kube/backend"}
+	for _, d := range deps(t, "internal/sandbox") {
+		if slices.Contains(backends, d) {
+			t.Errorf("internal/sandbox depends on %s: the lifecycle names no backend", d)
+		}
+	}
+	for _, d := range deps(t, "internal/kube/backend") {
+		if d == backends[0] {
+			t.Errorf("internal/kube/backend depends on %s: each backend stands on its own", d)
+		}
+	}
+	for _, d := range deps(t, "internal/dockerbackend") {
+		if d == backends[1] || d == module+"internal/kube" || strings.HasPrefix(d, "k8s.io/") {
+			t.Errorf("internal/dockerbackend depends on %s: each backend stands on its own", d)
+		}
+	}
+	for _, d := range deps(t, "internal/hostoutput") {
+		if slices.Contains(backends, d) {
+			t.Errorf("internal/hostoutput depends on %s: both backends use it", d)
 		}
 	}
 }

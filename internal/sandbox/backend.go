@@ -2,15 +2,15 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 	"io"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
-// Backend is where a plan's containers run: Docker containers ([Docker])
-// or the pods of a Kubernetes cluster (internal/kube/backend). cli chooses one
+// Backend is where a plan's containers run: Docker containers
+// (internal/dockerbackend) or the pods of a Kubernetes cluster
+// (internal/kube/backend). cli chooses one
 // (Options.Backend); the lifecycle calls it at fixed points and never
 // asks which one it got. Our image is built on the Docker engine whatever
 // the backend (the image phase), so the engine's checks (its version, its
@@ -30,13 +30,16 @@ import (
 //	           each role's output where the lifecycle's collect finds it
 //	logs       a created role's two output streams, for the record and
 //	           for the error of a role that failed to start
-//	teardown   removes every object the run created (not with --keep)
+//	teardown   removes every object the run created (not with --keep), and
+//	           releases what it holds on this host (--keep too)
 //	checks     the backend's own checks, added to the verdict
 //	isolation  the backend's own measures of the isolation (test-sandbox):
 //	           one that fails is an isolation violation, as a probe's is
 //
-// A backend reads and records through the [Job] it is given; the
-// Kubernetes backend lives in internal/kube/backend, Docker's here.
+// A backend reads and records through the [Job] it is given; what it
+// holds for one run (its volumes, mounts, namespace) is its own value's,
+// so cli makes one Backend per run. Neither lives here: sandbox imports
+// no backend (internal/contract).
 type Backend interface {
 	Name() string
 	Preflight(ctx context.Context, r *Job) error
@@ -50,91 +53,26 @@ type Backend interface {
 	Isolation(r *Job) []runs.Check
 }
 
-// Docker is the default backend: the plan's containers on the Docker
-// engine the lifecycle was given (orchestrate.Session).
-func Docker() Backend { return dockerBackend{} }
-
-// dockerBackend runs the plan on the engine through orchestrate.Session:
-// host directories made noexec (outputmount.go) or engine volumes
-// (outputvolume.go) for the output, helpers or the host for what is read
-// inside a role (routehelper.go, outside.go).
-type dockerBackend struct{}
-
-func (dockerBackend) Name() string { return "docker" }
-
-// Preflight decides whether the engine's processes are this host's, then
-// reads its machine and mode (engineinfo.go): rootless, the limits it can
-// enforce, the architecture the image's binary must be built for.
-func (dockerBackend) Preflight(ctx context.Context, r *Job) error {
-	if err := r.j.checkLocality(ctx); err != nil {
-		return err
-	}
-	return r.j.checkEngineInfo(ctx, r.j.version)
+// GC is a backend's gc (`mcpsidecar gc`): it finds what runs left where
+// the backend runs them (the Docker engine's containers, networks and
+// volumes, internal/dockerbackend; a cluster's run namespaces,
+// internal/kube/backend), removes what sel picks (this host's dead runs;
+// with sel.Kept its kept runs too) and waits until each is gone. cli
+// makes the one of the backend it chose and prints what it reports; it
+// never asks which one it got.
+type GC interface {
+	Collect(ctx context.Context, sel orchestrate.Selection) (Collected, error)
 }
 
-// input chooses where the output goes (outputvolume.go, wantVolumes),
-// and holds every role at start, hardened, until the host has read its
-// process from outside (prepareHeld), on an old engine until its route
-// is gone too.
-func (dockerBackend) Input(r *Job, in *orchestrate.Input) error {
-	j := r.j
-	var err error
-	if j.volumeMode, err = j.wantVolumes(); err != nil {
-		return err
-	}
-	in.HoldAll = true
-	return nil
+// Collected is what a [GC] removed, as gc prints it and as gc --json
+// writes it. A GC that could not look (no list of leftovers) returns no
+// Doc, and its error alone; one that failed to remove some returns what
+// it removed and the error.
+type Collected struct {
+	Removed []string // one line per object removed: "removed container NAME (run ID)"
+	Summary string   // the count line: "gc: removed ..."
+	Doc     any      // gc --json's document, after its schema
+	// Kept, when set, says what gc left of kept runs and how to remove
+	// them ("" for nothing); asked for the printed form only.
+	Kept func(ctx context.Context) string
 }
-
-func (dockerBackend) Outputs(ctx context.Context, r *Job, plan *orchestrate.Plan) error {
-	return r.j.mountOutputs(ctx, plan)
-}
-
-func (dockerBackend) Apply(ctx context.Context, r *Job) error {
-	j := r.j
-	if j.volumes == nil { // a volume's size and inode limits are hard ones
-		j.startOutputCap(ctx)
-	} else {
-		j.mirrorStop = j.startMirror(ctx) // outputvolume.go: the logs, live
-	}
-	return j.sess.Apply(ctx, orchestrate.Hooks{
-		Phase: j.phases.do, Done: j.phaseDone, Stdout: io.MultiWriter(j.s.Out, &j.stdout), Stderr: io.MultiWriter(j.s.Err, &j.stderr),
-		ReadyTimeout: j.o.ReadyTimeout, Timeout: j.o.Timeout, StopAtExit: !j.o.Keep,
-	})
-}
-
-// stop stops the services in the plan's order (orchestrate.Session.Stop);
-// kept servers (gateway, sidecar) stay up for the user to talk to. The
-// output that went to engine volumes is read by collect.
-func (dockerBackend) Stop(ctx context.Context, r *Job) {
-	if !r.j.o.Keep {
-		r.j.sess.Stop(ctx)
-	}
-}
-
-// logs reads a container's two streams from the engine.
-func (dockerBackend) Logs(ctx context.Context, r *Job, c *orchestrate.Container, stdout, stderr io.Writer) error {
-	return r.j.sess.Engine.Logs(ctx, c.ID, stdout, stderr)
-}
-
-// teardown removes the session's containers and networks, then the
-// output volumes and their holder; when the run failed while they were
-// made, before any session, only those.
-func (dockerBackend) Teardown(ctx context.Context, r *Job) error {
-	j := r.j
-	if j.sess == nil {
-		return j.removeOutputVolumes(ctx)
-	}
-	j.sess.CloseProcesses()
-	if j.o.Keep {
-		j.keep()
-		return nil
-	}
-	return errors.Join(j.sess.Teardown(ctx), j.removeOutputVolumes(ctx))
-}
-
-// checks: the engine's bridge holds no address of the host (outside.go).
-func (dockerBackend) Checks(r *Job) []runs.Check { return r.j.bridgeChecks() }
-
-// isolation: the probe suite measures it all on this backend.
-func (dockerBackend) Isolation(*Job) []runs.Check { return nil }

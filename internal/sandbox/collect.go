@@ -11,11 +11,11 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
-// collect saves the workload's output and every container's logs. A file
-// the host refuses to copy (a planted link, a FIFO, too large) is recorded,
-// never followed.
+// collect saves the workload's output and every container's logs, from
+// the run directory where the backend's stop left each role's files. A
+// file the host refuses to copy (a planted link, a FIFO, too large) is
+// recorded, never followed.
 func (j *job) collect(ctx context.Context) error {
-	j.readOutputVolumes(ctx) // outputvolume.go: output that went to engine volumes
 	var errs []error
 	if j.running != nil {
 		errs = append(errs, j.writeArtifact(runs.FileStdout, j.stdout.Bytes()), j.writeArtifact(runs.FileStderr, j.stderr.Bytes()))
@@ -75,7 +75,7 @@ type logRecord struct {
 }
 
 func (j *job) saveLogs(ctx context.Context, c *orchestrate.Container, jsonName, outName, errName string, accessLog []byte) error {
-	var out, errb capBuffer
+	var out, errb Capture
 	if err := j.backend.Logs(ctx, j.run, c, &out, &errb); err != nil {
 		return err
 	}

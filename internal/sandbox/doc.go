@@ -14,10 +14,13 @@
 //
 // The lifecycle is one sequence of stages (spec, preflight, image,
 // run-dir, the backend's apply, collect, verdict, teardown) over a
-// [Backend] that cli chooses: [Docker], or internal/kube/backend. The
-// sequencer's files (sandbox.go, steps.go, collect.go, record.go) never
-// name a backend (internal/contract, TestLifecycleNamesNoBackend); the
-// verdict is internal/verdict's Judge over the run's record (record.go).
+// [Backend] that cli chooses: internal/dockerbackend, or
+// internal/kube/backend. No file of the package names a backend, and it
+// imports neither (internal/contract, TestLifecycleNamesNoBackend,
+// TestBackendsApart): what only one backend needs (Docker's output
+// volumes, holds and helpers; a cluster's namespace) is that backend's,
+// reached through the [Job] it is given. The verdict is
+// internal/verdict's Judge over the run's record (record.go).
 //
 // Where a feature joins the lifecycle:
 //

@@ -54,7 +54,7 @@ func (j *job) record(runErr error, places []runs.Credential, held []verdict.Held
 		Dir: j.dir.Path, Workload: verdict.Workload(j.o.Workload), Own: j.own != nil, Question: j.o.Question,
 		AgentExit: j.agentExit, RunErr: runErr, Stdout: j.stdout.Bytes(), Stderr: j.stderr.Bytes(),
 		AllowOldEngine: j.o.AllowOldEngine, OldEngine: j.oldEngine(),
-		Keep: j.o.Keep, Squid: j.o.squid(), Hardening: j.meta.Hardening, Observed: j.meta.Observed, ObserveAll: j.observeAll, OutputOver: j.capOver,
+		Keep: j.o.Keep, Squid: j.o.squid(), Hardening: j.meta.Hardening, Observed: j.meta.Observed, ObserveAll: j.observeAll, OutputOver: j.outputOver,
 	}
 	if j.o.Workload == orchestrate.WorkloadProbe && j.agentExit != nil {
 		r.Isolation = j.backend.Isolation(j.run)
@@ -76,4 +76,13 @@ func (j *job) record(runErr error, places []runs.Credential, held []verdict.Held
 	}
 	r.Backend = j.backend.Checks(j.run)
 	return r
+}
+
+// hardenPolicy is the policy role's report is judged against: the probe
+// suite's own for a test-sandbox workload.
+func (j *job) hardenPolicy(role string) harden.Policy {
+	if role == orchestrate.RoleAgent && j.o.Workload == orchestrate.WorkloadProbe {
+		return j.profile.Probe().Harden
+	}
+	return j.profile.Containers[role].Harden
 }

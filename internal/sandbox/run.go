@@ -90,10 +90,44 @@ func (r *Job) WorkloadStarted() { r.j.running = &orchestrate.Running{} }
 // WorkloadExited records the workload's exit code.
 func (r *Job) WorkloadExited(code int) { r.j.agentExit = &code }
 
-// MountHostOutputs makes the run directory's output folders noexec on
-// this host (as the Docker backend does with host directories).
-func (r *Job) MountHostOutputs(plan *orchestrate.Plan) error { return r.j.mountHostOutputs(plan) }
+// Getenv reads the host's environment (Options.Getenv, or the process's).
+func (r *Job) Getenv(name string) string { return r.j.getenv(name) }
 
-// GC removes what this host's dead runs left on the Docker engine (the
-// lifecycle does it at every preflight; gc's command too).
-func (r *Job) GC(ctx context.Context) { r.j.gc(ctx) }
+// EngineVersion is what the Docker engine's /version said at preflight.
+func (r *Job) EngineVersion() dockerx.EngineVersion { return r.j.version }
+
+// OldEngine reports whether the engine is older than the oldest that
+// keeps internal networks without a route out (internal/enginever): its
+// internal roles are held until their default route is gone.
+func (r *Job) OldEngine() bool { return r.j.oldEngine() }
+
+// ImageFiles are our image's files, as built: the binary the launcher
+// and the holder copy is among them.
+func (r *Job) ImageFiles() dockerx.ImageFiles { return r.j.image }
+
+// HoldToken is the run's release token (internal/hold): a held role
+// starts only once its release file holds it.
+func (r *Job) HoldToken() string { return r.j.holdToken }
+
+// RunDir is the run directory, for a backend that writes there or
+// measures it (a role's release file, its output's usage).
+func (r *Job) RunDir() *runs.Dir { return r.j.dir }
+
+// WorkloadErrors is where the workload's stderr goes: the user's terminal
+// and stderr.txt.
+func (r *Job) WorkloadErrors() io.Writer { return io.MultiWriter(r.j.s.Err, &r.j.stderr) }
+
+// PhaseDone records what a phase of the plan left and words its error
+// (orchestrate.Hooks.Done): the networks, a role's start (a service's
+// start results), the workload's end.
+func (r *Job) PhaseDone(ctx context.Context, phase string, err error) error {
+	return r.j.phaseDone(ctx, phase, err)
+}
+
+// OutputsOverCap records the roles whose output passed its cap, and what
+// was found (the verdict fails each one's check).
+func (r *Job) OutputsOverCap(over map[string]string) { r.j.outputOver = over }
+
+// Kept records a sandbox kept by --keep and tells the user how to remove
+// it: removeCommand, sh -c "...", removes everything the run left.
+func (r *Job) Kept(removeCommand []string) { r.j.keep(removeCommand) }

@@ -83,9 +83,9 @@ type Options struct {
 	// test-sandbox --image; workload.go); nil and no [workload] in the
 	// spec: our agent.
 	Own *OwnWorkload
-	// Backend is where the plan's containers run ([Docker],
-	// internal/kube/backend); required. cli chooses it; nothing below asks which
-	// one it is (backend.go).
+	// Backend is where the plan's containers run (internal/dockerbackend,
+	// internal/kube/backend), one per run; required. cli chooses it;
+	// nothing below asks which one it is (backend.go).
 	Backend Backend
 
 	// Hooks, each optional. They let a feature join the lifecycle without
@@ -151,25 +151,19 @@ type job struct {
 	labels  map[string]string
 
 	secrets    []string // secret forwarded values, redacted from every artifact (redact.go)
-	stdout     capBuffer
-	stderr     capBuffer
+	stdout     Capture
+	stderr     Capture
 	agentExit  *int
 	running    *orchestrate.Running
-	obs        *observer  // reads each role's process from outside (outside.go)
-	observeAll bool       // the backend holds and observes every role (verdict.Record.ObserveAll)
-	holdToken  string     // the run's release token (internal/hold)
-	outCap     *outputCap // stops a role whose output passes its cap (outputcap.go)
-	capOver    map[string]string
+	observeAll bool               // the backend holds and observes every role (verdict.Record.ObserveAll)
+	holdToken  string             // the run's release token (internal/hold)
+	outputOver map[string]string  // the roles whose output passed its cap, as the backend found (Job.OutputsOverCap)
 	watchStop  context.CancelFunc // ends Options.Watch
 	watchDone  chan struct{}
-	own        *ownRun        // the user's workload, when one runs (workload.go)
-	noexec     *outputMounts  // the output directories' noexec mounts (outputmount.go)
-	volumeMode bool           // the output goes to engine volumes (outputvolume.go, wantVolumes)
-	mirrorStop func()         // ends the live copy of the roles' logs (outputvolume.go)
-	volumes    *outputVolumes // the output volumes and their holder, when output goes through the engine (outputvolume.go)
-	backend    Backend        // where the plan's containers run (backend.go)
-	run        *Job           // the run as the backend sees it
-	problemsMu sync.Mutex     // ArtifactProblem may be called concurrently
+	own        *ownRun    // the user's workload, when one runs (workload.go)
+	backend    Backend    // where the plan's containers run (backend.go)
+	run        *Job       // the run as the backend sees it
+	problemsMu sync.Mutex // ArtifactProblem may be called concurrently
 	// outputsStarted: the backend was asked for the output places, so it
 	// may have created objects (volumes, a holder) before the session.
 	outputsStarted bool
@@ -318,31 +312,6 @@ func (j *job) checkEngine(v dockerx.EngineVersion) error {
 	return nil
 }
 
-// checkLocality decides, once for the run, whether the engine's process
-// ids are this host's, and records it. An engine that is not local is used
-// through its API only: readiness is its word, the checks that read a
-// container's process fail. An old engine, whose internal containers the
-// host must enter to remove their default route, is refused then, before
-// anything is created.
-func (j *job) checkLocality(ctx context.Context) error {
-	l := j.engine.Locality(ctx)
-	j.meta.Engine.Local, j.meta.Engine.Locality = l.Local, l.Reason
-	if l.Local {
-		return nil
-	}
-	if j.oldEngine() && j.getenv(EnvOutput) == "bind" {
-		// Through the engine (outputvolume.go), a helper removes the
-		// route from inside the container's own namespace.
-		return exitcode.WithHint(exitcode.Unavailable,
-			fmt.Errorf("refused: an engine older than %d (here %s) needs the host to remove the default route inside each internal container, and %v (%s)",
-				minEngineMajor, j.meta.Engine.Version, dockerx.ErrNotOnThisHost, l.Reason),
-			"run mcpsidecar on the engine's host, reaching it by its local unix socket, leave "+EnvOutput+" unset (the output and the route go through the engine), or upgrade the engine to 26 or later")
-	}
-	fmt.Fprintf(j.s.Err, "warning: %v (%s): readiness is the engine's word; the host reads no container's process, helpers of the engine do\n",
-		dockerx.ErrNotOnThisHost, l.Reason)
-	return nil
-}
-
 // checkHost makes sure the variables the agent needs exist before anything
 // is created. Only a real model run needs them.
 func (j *job) checkHost() error {
@@ -402,7 +371,7 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 	if err != nil {
 		return dockerx.ImageFiles{}, fmt.Errorf("reading the binary for the image: %w", err)
 	}
-	if err := j.checkImageBinary(bin, binPath); err != nil { // engineinfo.go
+	if err := j.checkImageBinary(bin, binPath); err != nil { // workload.go
 		return dockerx.ImageFiles{}, err
 	}
 	ca, err := hostca.Load(j.getenv(EnvCABundle)) // unset: this host's store (Windows has no CA file)
@@ -420,14 +389,17 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 	return img, nil
 }
 
-// capBuffer keeps the first max bytes written and counts the rest.
-type capBuffer struct {
+// Capture keeps the first 16 MiB written to it (a workload's stream, a
+// role's logs, a helper's output) and counts the rest, which Bytes
+// notes at the end. The zero value is ready; it is safe for concurrent
+// writers.
+type Capture struct {
 	mu      sync.Mutex
 	buf     bytes.Buffer
 	dropped int64
 }
 
-func (b *capBuffer) Write(p []byte) (int, error) {
+func (b *Capture) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	room := maxCapture - b.buf.Len()
@@ -441,7 +413,7 @@ func (b *capBuffer) Write(p []byte) (int, error) {
 	return b.buf.Write(p)
 }
 
-func (b *capBuffer) Bytes() []byte {
+func (b *Capture) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := bytes.Clone(b.buf.Bytes())
@@ -468,14 +440,9 @@ func (j *job) writeJSON(name string, v any) error {
 func (j *job) finish(ctx context.Context, runErr error) error {
 	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
-	if j.mirrorStop != nil {
-		j.mirrorStop() // and a last copy, which the watcher's last read sees
-	}
 	j.stopWatch()
 	if j.sess != nil {
-		j.capOver = j.stopOutputCap()
 		j.backend.Stop(bg, j.run)
-		j.finishObserving()
 		_ = j.phases.do("collect", func() error { return j.collect(bg) })
 	}
 	verdictErr := j.verdict(runErr)
@@ -493,7 +460,6 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 			j.secureRunDir()
 		}
 	}
-	j.unmountOutputs() // outputmount.go: on every path, sess or not
 	err := errors.Join(runErr, verdictErr)
 	j.meta.ExitCode = exitCodeOf(err)
 	if ctx.Err() != nil {
@@ -517,10 +483,11 @@ func exitCodeOf(err error) int {
 	return code
 }
 
-// keep records a kept sandbox and tells the user how to remove it.
-func (j *job) keep() {
+// keep records a kept sandbox and tells the user how to remove it with
+// removeCommand (sh -c "...").
+func (j *job) keep(removeCommand []string) {
 	j.meta.Kept = true
-	j.meta.RemoveCommand = j.volumes.removeCommand(j.sess.RemoveCommand())
+	j.meta.RemoveCommand = removeCommand
 	fmt.Fprintf(j.s.Err, "kept the sandbox (gc leaves it); remove it with:\n  %s\nor, with its run directory:\n  mcpsidecar runs rm %s --runs-dir %s\n",
 		j.meta.RemoveCommand[2], j.dir.ID, filepath.Dir(j.dir.Path))
 }

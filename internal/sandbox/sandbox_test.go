@@ -64,13 +64,13 @@ func TestExtraLabels(t *testing.T) {
 
 func TestCapBufferAndRedact(t *testing.T) {
 	j := &job{secrets: []string{"sk-live-123456"}}
-	var b capBuffer
+	var b Capture
 	b.Write([]byte("key=sk-live-123456\n"))
 	if got := string(j.redact(b.Bytes())); got != "key="+dockerx.Redacted+"\n" {
 		t.Errorf("redacted %q", got)
 	}
 	big := make([]byte, maxCapture+10)
-	var c capBuffer
+	var c Capture
 	c.Write(big)
 	if got := c.Bytes(); len(got) <= maxCapture || !bytes.Contains(got, []byte("10 more bytes not kept")) {
 		t.Errorf("cap: len %d, tail %q", len(got), got[len(got)-40:])
@@ -87,7 +87,7 @@ func TestNoReportNoiseAfterTimeout(t *testing.T) {
 	}
 	defer d.Close()
 	killed := 137
-	j := &job{o: Options{Workload: orchestrate.WorkloadProbe}, dir: d, agentExit: &killed, backend: Docker()}
+	j := &job{o: Options{Workload: orchestrate.WorkloadProbe}, dir: d, agentExit: &killed, backend: sessionBackend{}}
 	if err := j.verdict(errors.New("agent still running after the 1s timeout; killed")); err != nil {
 		t.Errorf("verdict added %v", err)
 	}

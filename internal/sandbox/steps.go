@@ -14,7 +14,6 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
-	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/otelexport"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
@@ -73,30 +72,13 @@ func (j *job) makeRunDir(ctx context.Context) error {
 	}
 	// From here on the backend may have made something: teardown runs.
 	j.outputsStarted = true
-	if err := j.backend.Outputs(ctx, j.run, &plan); err != nil { // outputmount.go, outputvolume.go
+	if err := j.backend.Outputs(ctx, j.run, &plan); err != nil {
 		return err
 	}
-	j.sess = newSession(j.engine, plan)
-	j.obs = newObserver()
-	j.sess.Prepare = j.prepareHeld
-	if j.volumes != nil {
-		j.sess.AwaitReady = j.awaitReadyByHelper // outputvolume.go's engine-only path
-	}
-	j.sess.Release = func(st orchestrate.Step) error {
-		if j.volumes != nil {
-			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
-			defer cancel()
-			return j.releaseHeld(rctx, st.Role)
-		}
-		return hold.Release(st.Role, j.holdToken, j.dir.Write)
-	}
+	j.sess = orchestrate.NewSession(j.engine, plan)
 	j.startWatch(ctx)
 	return nil
 }
-
-// newSession is orchestrate.NewSession; the lifecycle's tests give the
-// session a namespace dialer that reaches their own servers.
-var newSession = orchestrate.NewSession
 
 // startWatch starts Options.Watch, if any, on the run directory.
 func (j *job) startWatch(ctx context.Context) {
@@ -119,48 +101,6 @@ func (j *job) stopWatch() {
 	j.watchStop()
 	<-j.watchDone
 	j.watchStop = nil
-}
-
-// prepareHeld looks at a held role before it is released: its old
-// engine's default route removed (Step.DropRoute), then its hardening
-// read from outside (observeHeld). The role waits, hardened, for the
-// release that follows.
-func (j *job) prepareHeld(ctx context.Context, c *orchestrate.Container) error {
-	if c.Step.DropRoute {
-		if err := j.dropDefaultRoute(ctx, c); err != nil {
-			return err
-		}
-	}
-	j.observeHeld(ctx, c)
-	return nil
-}
-
-// dropDefaultRoute removes the default route an old engine gives a
-// container on an internal network. On the engine-only path a helper in
-// the container's network namespace does it. Otherwise, when the host
-// cannot (not root), the run goes on with the route, recorded as a
-// degradation. When the container's init is not proven to be on this
-// host, nothing is entered and the run stops. Threat: the pid the engine
-// reported names another process here (a remote or virtualised engine);
-// entering its namespace as root would delete a default route of
-// whatever namespace it is in, this host's own included.
-func (j *job) dropDefaultRoute(ctx context.Context, c *orchestrate.Container) error {
-	if j.volumes != nil {
-		return j.dropRouteByHelper(ctx, c)
-	}
-	role := c.Step.Role
-	if c.Process == nil {
-		return exitcode.WithHint(exitcode.Unavailable,
-			fmt.Errorf("removing the default route of %s: refused, no namespace entered: %w", role, c.ProcessErr),
-			"Docker Engine older than 26 needs the host to remove the route inside each internal container: run mcpsidecar on the engine's host, "+
-				"reaching it by its local unix socket, or upgrade the engine")
-	}
-	if err := c.Process.DropDefaultRoutes(); err != nil {
-		d := fmt.Sprintf("%s keeps the default route of its internal network: %v", role, err)
-		j.meta.Degradations = append(j.meta.Degradations, d)
-		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
-	}
-	return nil
 }
 
 // writeHostArtifacts writes the spec, what it resolved into, and the image's
@@ -246,7 +186,9 @@ func (j *job) agentContainer() spec.Container {
 }
 
 // phaseDone records what each phase of the plan left and words its error
-// (orchestrate.Hooks.Done).
+// (orchestrate.Hooks.Done, through Job.PhaseDone): the networks, a
+// role's start (the workload's, or a service's start results), the
+// workload's end.
 func (j *job) phaseDone(ctx context.Context, phase string, err error) error {
 	switch phase {
 	case orchestrate.PhaseNetworks:
@@ -255,12 +197,8 @@ func (j *job) phaseDone(ctx context.Context, phase string, err error) error {
 	case orchestrate.PhaseWait:
 		return j.workloadExited(err)
 	}
-	if err == nil {
-		err = j.checkOutputMount(phase) // outputmount.go
-	}
 	if st, ok := j.sess.Step(phase); ok && st.Workload {
 		j.running = j.sess.Workload
-		j.observeRole(phase)
 		return err
 	}
 	return j.serviceStarted(ctx, phase, err)
@@ -284,7 +222,6 @@ func addressHint(err error) error {
 // serviceStarted records a service's start (the gateway, the sidecar) in
 // <role>-start-results.json, whether it became ready or not.
 func (j *job) serviceStarted(ctx context.Context, role string, err error) error {
-	j.observeRole(role)
 	action := "create, start, GET /healthz on the container's own loopback until 200"
 	if st, _ := j.sess.Step(role); st.Ready != nil && st.Ready.TCP {
 		action = "create, start, TCP connect to the container's own loopback until accepted"
@@ -327,7 +264,7 @@ type StartResult struct {
 // logTail returns the last lines a failed container printed, so the
 // error says why it did not start.
 func (j *job) logTail(ctx context.Context, role string) string {
-	var out, errb capBuffer
+	var out, errb Capture
 	lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	c := j.sess.Find(role)

@@ -248,3 +248,20 @@ func roleBinary(self, goos, goarch string) string {
 func binaryRuns(path, goos, goarch string) bool {
 	return binarch.CheckFile(path, cmp.Or(goos, "linux"), goarch) == nil
 }
+
+// checkImageBinary refuses a binary the engine's machine cannot run (a
+// Windows or macOS build, or another architecture's) before an image is
+// made of it. path names it in the message.
+func (j *job) checkImageBinary(bin []byte, path string) error {
+	e := j.meta.Engine
+	if e.Arch == "" {
+		return nil // not read (another backend: a cluster's kubelet refuses a binary its node cannot run)
+	}
+	if err := binarch.Check(bin, cmp.Or(e.OS, "linux"), e.Arch); err != nil {
+		return exitcode.WithHint(exitcode.Unavailable,
+			fmt.Errorf("the binary for the image, %s, cannot run in the engine's containers: %w", path, err),
+			fmt.Sprintf("keep the release archive's %s directory beside mcpsidecar, or point %s at a Linux %s build of mcpsidecar (GOOS=linux GOARCH=%s make build), or use an engine of this binary's machine",
+				RoleBinaryDir(e.Arch), EnvImageBinary, e.Arch, e.Arch))
+	}
+	return nil
+}

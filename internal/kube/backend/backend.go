@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/hostoutput"
 	"github.com/mcpsidecar/mcpsidecar/internal/kube"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
@@ -77,6 +78,9 @@ type kubeBackend struct {
 	image  string
 	mu     sync.Mutex   // the services stop, and may be read, concurrently
 	layers *kube.Layers // test-sandbox: the measured network layers (layers.go)
+	// noexec holds the run directory's output folders, made noexec on
+	// this host (Outputs) and released at teardown.
+	noexec *hostoutput.Mounts
 }
 
 func (b *kubeBackend) Name() string { return "kubernetes" }
@@ -97,11 +101,13 @@ func (b *kubeBackend) Input(_ *sandbox.Job, in *orchestrate.Input) error {
 	return nil
 }
 
-// outputs makes the run directory's output folders noexec, as the Docker
-// backend does with host directories; the pods write to volumes of their
-// own, read through the API (kube_output.go).
+// outputs makes the run directory's output folders noexec
+// (internal/hostoutput), as the Docker backend does with host
+// directories; the pods write to volumes of their own, read through the
+// API (output.go).
 func (b *kubeBackend) Outputs(_ context.Context, r *sandbox.Job, plan *orchestrate.Plan) error {
-	return r.MountHostOutputs(plan)
+	b.noexec = hostoutput.New(hostoutput.Noexec)
+	return b.noexec.Mount(r, plan)
 }
 
 func (b *kubeBackend) Checks(*sandbox.Job) []runs.Check { return nil }
@@ -410,8 +416,10 @@ func (b *kubeBackend) collectOutput(ctx context.Context, r *sandbox.Job, c *orch
 // holder.OutputCap each, streamed through the API.
 const kubeReadTimeout = time.Minute
 
-// teardown deletes the run's namespace and waits until it is gone.
-func (b *kubeBackend) Teardown(ctx context.Context, _ *sandbox.Job) error {
+// teardown deletes the run's namespace and waits until it is gone, and
+// releases the output folders' noexec mounts on every path.
+func (b *kubeBackend) Teardown(ctx context.Context, r *sandbox.Job) error {
+	defer b.noexec.Release(r)
 	if b.ns == "" {
 		return nil
 	}

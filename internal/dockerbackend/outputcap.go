@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"context"
@@ -19,20 +19,23 @@ const outputCapEvery = 500 * time.Millisecond
 // The cap is checked every half second, so a fast writer can pass it by
 // what it writes in that time (bounded by fsize per file).
 type outputCap struct {
-	mu   sync.Mutex
-	over map[string]string // role -> what was found
-	kill func(ctx context.Context, role string) error
-	stop context.CancelFunc
-	done chan struct{}
+	mu    sync.Mutex
+	over  map[string]string // role -> what was found
+	usage func(role string) (bytes int64, entries int, err error)
+	kill  func(ctx context.Context, role string) error
+	warn  func(format string, args ...any)
+	stop  context.CancelFunc
+	done  chan struct{}
 }
 
 // startOutputCap begins measuring every role's output directory.
-func (j *job) startOutputCap(ctx context.Context) {
+func (b *backend) startOutputCap(ctx context.Context) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	oc := &outputCap{over: map[string]string{}, kill: j.sess.Kill, stop: cancel, done: make(chan struct{})}
-	j.outCap = oc
+	oc := &outputCap{over: map[string]string{}, usage: b.r.RunDir().Usage, kill: b.r.Session().Kill, warn: b.r.Warn,
+		stop: cancel, done: make(chan struct{})}
+	b.outCap = oc
 	var roles []string
-	for _, st := range j.sess.Plan.Containers {
+	for _, st := range b.r.Session().Plan.Containers {
 		roles = append(roles, st.Role)
 	}
 	go func() {
@@ -46,42 +49,43 @@ func (j *job) startOutputCap(ctx context.Context) {
 			case <-tick.C:
 			}
 			for _, role := range roles {
-				j.checkOutputCap(ctx, oc, role)
+				oc.check(ctx, role)
 			}
 		}
 	}()
 }
 
-func (j *job) checkOutputCap(ctx context.Context, oc *outputCap, role string) {
+// check stops role when its output directory passes a cap, once.
+func (oc *outputCap) check(ctx context.Context, role string) {
 	oc.mu.Lock()
 	_, already := oc.over[role]
 	oc.mu.Unlock()
 	if already {
 		return
 	}
-	b, n, err := j.dir.Usage(role)
-	if err != nil || (b <= runs.MaxOutputBytes && n <= runs.MaxOutputEntries) {
+	size, n, err := oc.usage(role)
+	if err != nil || (size <= runs.MaxOutputBytes && n <= runs.MaxOutputEntries) {
 		return
 	}
 	what := fmt.Sprintf("output directory passed its cap (%d bytes, %d entries; caps %d bytes, %d entries): the role was stopped",
-		b, n, runs.MaxOutputBytes, runs.MaxOutputEntries)
+		size, n, runs.MaxOutputBytes, runs.MaxOutputEntries)
 	oc.mu.Lock()
 	oc.over[role] = what
 	oc.mu.Unlock()
 	if err := oc.kill(ctx, role); err != nil {
 		what += " (stopping it failed: " + err.Error() + ")"
 	}
-	fmt.Fprintf(j.s.Err, "warning: %s %s\n", role, what)
+	oc.warn("%s %s", role, what)
 }
 
 // stopOutputCap ends the measuring and returns the roles that passed a cap.
-func (j *job) stopOutputCap() map[string]string {
-	if j.outCap == nil {
+func (b *backend) stopOutputCap() map[string]string {
+	if b.outCap == nil {
 		return nil
 	}
-	j.outCap.stop()
-	<-j.outCap.done
-	j.outCap.mu.Lock()
-	defer j.outCap.mu.Unlock()
-	return j.outCap.over
+	b.outCap.stop()
+	<-b.outCap.done
+	b.outCap.mu.Lock()
+	defer b.outCap.mu.Unlock()
+	return b.outCap.over
 }

@@ -1,8 +1,9 @@
-package sandbox
+package dockerbackend
 
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -33,20 +34,19 @@ func TestOutputCapStopsARole(t *testing.T) {
 		}
 	}
 	var errb bytes.Buffer
-	j := &job{dir: dir, s: Output{Err: &errb}}
 	var killed []string
-	oc := &outputCap{over: map[string]string{}, kill: func(_ context.Context, role string) error {
+	oc := &outputCap{over: map[string]string{}, usage: dir.Usage, kill: func(_ context.Context, role string) error {
 		killed = append(killed, role)
 		return nil
-	}}
+	}, warn: func(format string, args ...any) { fmt.Fprintf(&errb, "warning: "+format+"\n", args...) }}
 	for _, role := range []string{"agent", "sidecar", "agent"} {
-		j.checkOutputCap(context.Background(), oc, role)
+		oc.check(context.Background(), role)
 	}
 	if len(killed) != 1 || killed[0] != "agent" {
 		t.Errorf("killed %v, want the agent once", killed)
 	}
 	var checks []runs.Check
-	for _, c := range verdict.Judge(verdict.Record{Dir: j.dir.Path, Started: true, OutputOver: oc.over, Planned: []string{"gateway", "sidecar", "agent"}}).Checks {
+	for _, c := range verdict.Judge(verdict.Record{Dir: dir.Path, Started: true, OutputOver: oc.over, Planned: []string{"gateway", "sidecar", "agent"}}).Checks {
 		if strings.HasSuffix(c.Name, " output within its cap") {
 			checks = append(checks, c)
 		}

@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"cmp"
@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/binarch"
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
@@ -28,12 +27,12 @@ const EnvAllowNoLimits = "MCPSIDECAR_ALLOW_NO_LIMITS"
 // checkEngineInfo reads the engine's machine and mode, records them, and
 // refuses what cannot hold there: the Docker backend's preflight (a
 // cluster's nodes are not the engine).
-func (j *job) checkEngineInfo(ctx context.Context, v dockerx.EngineVersion) error {
-	info, err := j.engine.Info(ctx)
+func (b *backend) checkEngineInfo(ctx context.Context, v dockerx.EngineVersion) error {
+	info, err := b.r.Engine().Info(ctx)
 	if err != nil {
 		return exitcode.WithHint(exitcode.Unavailable, err, "is the Docker daemon running and is its socket readable by you? (DOCKER_HOST)")
 	}
-	e := &j.meta.Engine
+	e := &b.r.Metadata().Engine
 	e.OS, e.Arch, e.Machine = v.OS, v.Arch, info.Architecture
 	if e.Arch == "" { // an engine whose /version names no Arch
 		e.Arch = dockerx.GoArch(info.Architecture)
@@ -43,11 +42,11 @@ func (j *job) checkEngineInfo(ctx context.Context, v dockerx.EngineVersion) erro
 	}
 	e.Rootless, e.CgroupDriver = info.Rootless, info.CgroupDriver
 	if info.Rootless {
-		if err := j.checkRootless(); err != nil {
+		if err := b.checkRootless(); err != nil {
 			return err
 		}
 	}
-	return j.checkLimits(info)
+	return b.checkLimits(info)
 }
 
 // checkRootless refuses what a rootless engine cannot give: host
@@ -55,16 +54,16 @@ func (j *job) checkEngineInfo(ctx context.Context, v dockerx.EngineVersion) erro
 // here, and the host's noexec mount is not in rootlesskit's mount
 // namespace), and host.docker.internal (host-gateway is the bridge inside
 // rootlesskit's network namespace, not this host: moby#47684).
-func (j *job) checkRootless() error {
-	if j.getenv(EnvOutput) == "bind" {
+func (b *backend) checkRootless() error {
+	if b.r.Getenv(EnvOutput) == "bind" {
 		return exitcode.WithHint(exitcode.Unavailable,
 			fmt.Errorf("%s=bind: the engine is rootless Docker, which maps the roles' uids to sub-uids of its own user and mounts in rootlesskit's namespace: host directories cannot be made the roles' private noexec output", EnvOutput),
 			"leave "+EnvOutput+" unset (the output goes through the engine's volumes)")
 	}
-	if j.profile == nil {
+	if b.r.Profile() == nil {
 		return nil
 	}
-	for role, c := range j.profile.Containers {
+	for role, c := range b.r.Profile().Containers {
 		if slices.Contains(c.ExtraHosts, netpolicy.HostGateway+":host-gateway") {
 			return exitcode.WithHint(exitcode.Unavailable,
 				fmt.Errorf("the spec lets the %s reach %s, and the engine is rootless Docker: its host-gateway is the bridge inside rootlesskit's network namespace, not this host (moby#47684), so a service on this host is not there", role, netpolicy.HostGateway),
@@ -78,7 +77,7 @@ func (j *job) checkRootless() error {
 // process-count or CPU limits (it only warns on create), unless the user
 // accepts it with EnvAllowNoLimits; then it is a degradation. Threat: a
 // workload that exhausts the host's memory or processes.
-func (j *job) checkLimits(info dockerx.EngineInfo) error {
+func (b *backend) checkLimits(info dockerx.EngineInfo) error {
 	var missing []string
 	for _, l := range []struct {
 		ok   bool
@@ -97,28 +96,12 @@ func (j *job) checkLimits(info dockerx.EngineInfo) error {
 	}
 	msg := fmt.Sprintf("the engine cannot enforce the roles' %s limits (%s): it would drop them with a warning, and a workload could exhaust this machine's memory or processes",
 		strings.Join(missing, ", "), why)
-	if j.getenv(EnvAllowNoLimits) != "1" {
+	if b.r.Getenv(EnvAllowNoLimits) != "1" {
 		return exitcode.WithHint(exitcode.Unavailable, errors.New(msg),
 			"run the engine on cgroup v2 with the cpu, memory and pids controllers delegated to it (rootless: systemd's Delegate=yes), or accept it with "+EnvAllowNoLimits+"=1")
 	}
-	j.meta.Degradations = append(j.meta.Degradations, msg+"; accepted by "+EnvAllowNoLimits+"=1: the roles keep their rlimits (processes per user, open files, file size) and their tmpfs sizes")
-	fmt.Fprintf(j.s.Err, "warning: the engine cannot enforce the roles' %s limits; accepted by %s=1 (run-metadata.json, degradations)\n", strings.Join(missing, ", "), EnvAllowNoLimits)
-	return nil
-}
-
-// checkImageBinary refuses a binary the engine's machine cannot run (a
-// Windows or macOS build, or another architecture's) before an image is
-// made of it. path names it in the message.
-func (j *job) checkImageBinary(bin []byte, path string) error {
-	e := j.meta.Engine
-	if e.Arch == "" {
-		return nil // not read (another backend: a cluster's kubelet refuses a binary its node cannot run)
-	}
-	if err := binarch.Check(bin, cmp.Or(e.OS, "linux"), e.Arch); err != nil {
-		return exitcode.WithHint(exitcode.Unavailable,
-			fmt.Errorf("the binary for the image, %s, cannot run in the engine's containers: %w", path, err),
-			fmt.Sprintf("keep the release archive's %s directory beside mcpsidecar, or point %s at a Linux %s build of mcpsidecar (GOOS=linux GOARCH=%s make build), or use an engine of this binary's machine",
-				RoleBinaryDir(e.Arch), EnvImageBinary, e.Arch, e.Arch))
-	}
+	m := b.r.Metadata()
+	m.Degradations = append(m.Degradations, msg+"; accepted by "+EnvAllowNoLimits+"=1: the roles keep their rlimits (processes per user, open files, file size) and their tmpfs sizes")
+	b.r.Warn("the engine cannot enforce the roles' %s limits; accepted by %s=1 (run-metadata.json, degradations)", strings.Join(missing, ", "), EnvAllowNoLimits)
 	return nil
 }

@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
-	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
@@ -142,23 +141,23 @@ func (o *observer) close() map[string]runs.Observation {
 
 // observeRole starts watching role's container, if it ran and was not
 // held (a held role is observed before its release, observeHeld).
-func (j *job) observeRole(role string) {
-	c := j.sess.Find(role)
-	if c == nil || j.obs == nil || (role == orchestrate.RoleGateway && j.o.squid()) || !j.obs.claim(role) {
+func (b *backend) observeRole(role string) {
+	c := b.r.Session().Find(role)
+	if c == nil || b.obs == nil || (role == orchestrate.RoleGateway && b.r.Options().GatewayEngine == orchestrate.EngineSquid) || !b.obs.claim(role) {
 		return
 	}
-	if j.volumes != nil { // the report is in an engine volume: look through the engine
-		j.startObserving(context.Background(), c, false)
+	if b.volumes != nil { // the report is in an engine volume: look through the engine
+		b.startObserving(context.Background(), c, false)
 		return
 	}
-	j.watchOnHost(c)
+	b.watchOnHost(c)
 }
 
 // watchOnHost reads c's processes on this host once its role's report is
 // in the run directory (observer.watch).
-func (j *job) watchOnHost(c *orchestrate.Container) <-chan struct{} {
+func (b *backend) watchOnHost(c *orchestrate.Container) <-chan struct{} {
 	role := c.Step.Role
-	return j.obs.watch(role, filepath.Join(j.dir.Path, role, runs.FileHardenReport), c)
+	return b.obs.watch(role, filepath.Join(b.r.Dir(), role, runs.FileHardenReport), c)
 }
 
 // observeHeld reads a held role's process from outside before its
@@ -168,34 +167,27 @@ func (j *job) watchOnHost(c *orchestrate.Container) <-chan struct{} {
 // engine-only path (startObserving, which waits for the answer), through
 // its init proven to be on this host otherwise, once its report exists.
 // Past helperTimeout the role is released unread, and its check fails.
-func (j *job) observeHeld(ctx context.Context, c *orchestrate.Container) {
+func (b *backend) observeHeld(ctx context.Context, c *orchestrate.Container) {
 	role := c.Step.Role
-	if j.obs == nil || !j.obs.claim(role) {
+	if b.obs == nil || !b.obs.claim(role) {
 		return
 	}
-	if j.volumes != nil {
-		j.startObserving(ctx, c, true)
+	if b.volumes != nil {
+		b.startObserving(ctx, c, true)
 		return
 	}
 	timer := time.NewTimer(helperTimeout)
 	defer timer.Stop()
 	var why string
 	select {
-	case <-j.watchOnHost(c):
+	case <-b.watchOnHost(c):
 		return
 	case <-timer.C:
 		why = fmt.Sprintf("the role was released unread: no hardening report within %s", helperTimeout)
 	case <-ctx.Done():
 		why = "the run ended before the role was read: " + ctx.Err().Error()
 	}
-	j.obs.record(role, runs.Observation{Detail: "not observed: " + why, Unproven: why})
-}
-
-func (j *job) hardenPolicy(role string) harden.Policy {
-	if role == orchestrate.RoleAgent && j.o.Workload == orchestrate.WorkloadProbe {
-		return j.profile.Probe().Harden
-	}
-	return j.profile.Containers[role].Harden
+	b.obs.record(role, runs.Observation{Detail: "not observed: " + why, Unproven: why})
 }
 
 // bridgeAddrs is dockerx.BridgeAddrs; the lifecycle's tests, whose
@@ -205,16 +197,16 @@ var bridgeAddrs = dockerx.BridgeAddrs
 // bridgeChecks: the host holds no IPv4 address on any internal network of
 // the run (dockerx.OptionInhibitIPv4), so nothing inside can reach a host
 // service through a gateway address.
-func (j *job) bridgeChecks() []runs.Check {
+func (b *backend) bridgeChecks() []runs.Check {
 	var checks []runs.Check
-	for _, n := range j.sess.Networks {
+	for _, n := range b.r.Session().Networks {
 		if !n.Internal {
 			continue
 		}
-		if j.volumes != nil && (!j.meta.Engine.Local || j.meta.Engine.Rootless) {
+		if b.volumes != nil && (!b.r.Metadata().Engine.Local || b.r.Metadata().Engine.Rootless) {
 			// The bridge is on the engine's host, not this one, or in
 			// rootlesskit's network namespace there.
-			checks = append(checks, j.bridgeCheckByHelper(n))
+			checks = append(checks, b.bridgeCheckByHelper(n))
 			continue
 		}
 		c := runs.Check{Name: "host has no address on " + n.Name}
@@ -233,24 +225,24 @@ func (j *job) bridgeChecks() []runs.Check {
 }
 
 // finishObserving stores what the observer saw in the metadata.
-func (j *job) finishObserving() {
-	if j.obs == nil {
+func (b *backend) finishObserving() {
+	if b.obs == nil {
 		return
 	}
-	seen := j.obs.close()
-	j.obs = nil
+	seen := b.obs.close()
+	b.obs = nil
 	if len(seen) == 0 {
 		return
 	}
-	j.meta.Observed = seen
+	b.r.Metadata().Observed = seen
 	roles := make([]string, 0, len(seen))
 	for r := range seen {
 		roles = append(roles, r)
 	}
 	slices.Sort(roles)
 	for _, r := range roles {
-		if ob := seen[r]; !ob.Seen && !j.o.Quiet {
-			fmt.Fprintf(j.s.Err, "note: %s hardening %s\n", r, ob.Detail)
+		if ob := seen[r]; !ob.Seen && !b.r.Options().Quiet {
+			b.r.Say("note: %s hardening %s", r, ob.Detail)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/inside"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
 
 // launcherRig is a volume rig running a user's workload image, whose
@@ -23,8 +24,8 @@ func launcherRig(t *testing.T, digest string) (*rig, *[]dockerx.ContainerSpec) {
 	r.o.Command, r.o.Workload = "run", orchestrate.WorkloadAgent
 	setEnv(r, "OPENAI_API_KEY", "sk-test-workload")
 	r.f.Images["team/agent:1"] = true
-	r.o.Own = &OwnWorkload{Image: "team/agent:1", Command: []string{"python3", "/app/agent.py"}, Pull: PullNever}
-	bin, err := os.ReadFile(r.o.Getenv(EnvImageBinary))
+	r.o.Own = &sandbox.OwnWorkload{Image: "team/agent:1", Command: []string{"python3", "/app/agent.py"}, Pull: sandbox.PullNever}
+	bin, err := os.ReadFile(r.o.Getenv(sandbox.EnvImageBinary))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +58,7 @@ func launcherRig(t *testing.T, digest string) (*rig, *[]dockerx.ContainerSpec) {
 func TestLauncherVolume(t *testing.T) {
 	r, created := launcherRig(t, "")
 	r.run(context.Background())
-	bin := r.o.Getenv(EnvImageBinary)
+	bin := r.o.Getenv(sandbox.EnvImageBinary)
 	var agent, holder *dockerx.ContainerSpec
 	for i, c := range *created {
 		switch c.Labels[orchestrate.LabelRole] {

@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/holder"
 	"github.com/mcpsidecar/mcpsidecar/internal/inside"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -41,25 +42,25 @@ const launcherVolumeOpts = "size=268435456,nr_inodes=16,nosuid,nodev,mode=0755"
 // readOnlyMount is what a read-only mount of the plan becomes on the
 // engine-only path: the launcher's bind the launcher volume, another bind
 // of a host path itself on a local engine, or a refusal.
-func (j *job) readOnlyMount(ctx context.Context, ov *outputVolumes, st *orchestrate.Step, m dockerx.Mount) (dockerx.Mount, error) {
-	if m.Target == LauncherPath {
-		if err := j.makeLauncherVolume(ctx, ov, st); err != nil {
+func (b *backend) readOnlyMount(ctx context.Context, ov *outputVolumes, st *orchestrate.Step, m dockerx.Mount) (dockerx.Mount, error) {
+	if m.Target == sandbox.LauncherPath {
+		if err := b.makeLauncherVolume(ctx, ov, st); err != nil {
 			return m, err
 		}
-		return dockerx.Mount{Source: ov.launcher, Target: path.Dir(LauncherPath), ReadOnly: true}, nil
+		return dockerx.Mount{Source: ov.launcher, Target: path.Dir(sandbox.LauncherPath), ReadOnly: true}, nil
 	}
-	if j.meta.Engine.Local {
+	if b.r.Metadata().Engine.Local {
 		return m, nil
 	}
 	return m, exitcode.WithHint(exitcode.Unavailable,
 		fmt.Errorf("the %s container binds %s from this host at %s, but %v (%s): the engine would bind a path of its own host",
-			st.Role, m.Source, m.Target, dockerx.ErrNotOnThisHost, j.meta.Engine.Locality),
+			st.Role, m.Source, m.Target, dockerx.ErrNotOnThisHost, b.r.Metadata().Engine.Locality),
 		"run mcpsidecar on the engine's host, reaching it by its local unix socket; for Squid, use the built-in gateway (--gateway-engine ours)")
 }
 
 // makeLauncherVolume creates the run's launcher volume, once, owned by
 // the holder's user, and checks what the engine holds for it.
-func (j *job) makeLauncherVolume(ctx context.Context, ov *outputVolumes, st *orchestrate.Step) error {
+func (b *backend) makeLauncherVolume(ctx context.Context, ov *outputVolumes, st *orchestrate.Step) error {
 	if ov.launcher != "" {
 		return nil
 	}
@@ -70,11 +71,11 @@ func (j *job) makeLauncherVolume(ctx context.Context, ov *outputVolumes, st *orc
 	name := st.Spec.Name + "-launcher"
 	v := dockerx.VolumeSpec{Name: name, Labels: maps.Clone(st.Spec.Labels), DriverOpts: map[string]string{
 		"type": "tmpfs", "device": "tmpfs", "o": fmt.Sprintf("%s,uid=%d,gid=%d", launcherVolumeOpts, uid, gid)}}
-	if err := j.engine.CreateVolume(ctx, v); err != nil {
+	if err := b.r.Engine().CreateVolume(ctx, v); err != nil {
 		return err
 	}
 	ov.created = append(ov.created, name)
-	driver, opts, _, err := j.engine.VolumeOptions(ctx, name)
+	driver, opts, _, err := b.r.Engine().VolumeOptions(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -88,17 +89,17 @@ func (j *job) makeLauncherVolume(ctx context.Context, ov *outputVolumes, st *orc
 
 // fillLauncher has the holder copy our binary into the launcher volume
 // and checks the copy is the binary our image was built from.
-func (j *job) fillLauncher(ctx context.Context) error {
-	ov := j.volumes
+func (b *backend) fillLauncher(ctx context.Context) error {
+	ov := b.volumes
 	if ov.launcher == "" {
 		return nil
 	}
 	var out, errb bytes.Buffer
-	argv := []string{holder.ImageBinary, inside.CopySelfCommand, "--to", path.Join(launcherHolderDir, path.Base(LauncherPath))}
-	if err := j.engine.Exec(ctx, ov.holder, spec.User, argv, &out, &errb); err != nil {
+	argv := []string{holder.ImageBinary, inside.CopySelfCommand, "--to", path.Join(launcherHolderDir, path.Base(sandbox.LauncherPath))}
+	if err := b.r.Engine().Exec(ctx, ov.holder, spec.User, argv, &out, &errb); err != nil {
 		return fmt.Errorf("copying the launcher into its volume: %w (%s)", err, strings.TrimSpace(errb.String()))
 	}
-	want := j.imageBinaryDigest()
+	want := b.imageBinaryDigest()
 	if got := strings.TrimSpace(out.String()); got != want {
 		return fmt.Errorf("the launcher copied into its volume has digest %q, not that of the binary our image was built from (%s)", got, want)
 	}
@@ -106,8 +107,8 @@ func (j *job) fillLauncher(ctx context.Context) error {
 }
 
 // imageBinaryDigest is the SHA-256 of our binary in the image.
-func (j *job) imageBinaryDigest() string {
-	for _, f := range j.image.RootFS {
+func (b *backend) imageBinaryDigest() string {
+	for _, f := range b.r.ImageFiles().RootFS {
 		if "/"+f.Name == holder.ImageBinary {
 			sum := sha256.Sum256(f.Data)
 			return hex.EncodeToString(sum[:])

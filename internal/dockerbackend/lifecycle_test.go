@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"bytes"
@@ -27,10 +27,11 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
-// The lifecycle's tests run sandbox.Run end to end on the fake engine
+// The backend's tests run sandbox.Run end to end on the fake engine
 // (internal/dockerx/dockerxtest): nothing is created, no packet leaves
 // the host (the readiness checks reach a test server on loopback), and
 // each test sees every engine call in order.
@@ -39,7 +40,7 @@ import (
 type rig struct {
 	t       *testing.T
 	f       *dockerxtest.Engine
-	o       Options
+	o       sandbox.Options
 	out     bytes.Buffer
 	errb    syncBuffer
 	profile *spec.Profile
@@ -99,7 +100,7 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 	}
 	// Output to host directories unless a test says otherwise: the
 	// default depends on this process's euid.
-	env := map[string]string{EnvImageBinary: bin, EnvCABundle: ca, EnvOutput: "bind"}
+	env := map[string]string{sandbox.EnvImageBinary: bin, sandbox.EnvCABundle: ca, EnvOutput: "bind"}
 	sp, err := spec.Default()
 	if err != nil {
 		t.Fatal(err)
@@ -110,12 +111,12 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 	}
 	r := &rig{t: t, f: dockerxtest.New(), profile: prof}
 	r.f.Pid = 1 << 30 // the fake's proven process answers for it: nothing of this host is read
-	r.o = Options{
+	r.o = sandbox.Options{
 		Command: "doctor", Workload: workload,
-		Spec:    SpecInput{Name: "built-in default", Spec: sp},
+		Spec:    sandbox.SpecInput{Name: "built-in default", Spec: sp},
 		RunsDir: filepath.Join(dir, "runs"), Timeout: 10 * time.Second, ReadyTimeout: 5 * time.Second,
 		GatewayEngine: orchestrate.EngineOurs, SubnetPool: netip.MustParsePrefix(orchestrate.DefaultSubnetPool),
-		Getenv: func(k string) string { return env[k] }, Backend: Docker(),
+		Getenv: func(k string) string { return env[k] }, Backend: New(),
 	}
 	// Each started role writes the harden report its policy asks for, as
 	// the real roles do; the workload prints the check table and exits.
@@ -165,12 +166,8 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 	}))
 	t.Cleanup(health.Close)
 	healthAddr := strings.TrimPrefix(health.URL, "http://")
-	old, oldBridge := newSession, bridgeAddrs
-	newSession = func(e dockerx.Engine, p orchestrate.Plan) *orchestrate.Session {
-		s := orchestrate.NewSession(e, p)
-		s.HostPrefixes = func() ([]netip.Prefix, error) { return nil, nil }
-		return s
-	}
+	old, oldBridge := hostPrefixes, bridgeAddrs
+	hostPrefixes = func() ([]netip.Prefix, error) { return nil, nil }
 	// Recorded with the address asked for; connected to the test's
 	// server, the container's loopback standing in.
 	r.f.Dial = func(ctx context.Context, _ int, _ string) (net.Conn, error) {
@@ -178,12 +175,12 @@ func newRig(t *testing.T, workload orchestrate.Workload) *rig {
 		return d.DialContext(ctx, "tcp", healthAddr)
 	}
 	bridgeAddrs = func(string) ([]string, error) { return []string{}, nil }
-	t.Cleanup(func() { newSession, bridgeAddrs = old, oldBridge })
+	t.Cleanup(func() { hostPrefixes, bridgeAddrs = old, oldBridge })
 	return r
 }
 
-func (r *rig) run(ctx context.Context) (Result, error) {
-	return Run(ctx, r.f, r.o, Output{Out: &r.out, Err: &r.errb})
+func (r *rig) run(ctx context.Context) (sandbox.Result, error) {
+	return sandbox.Run(ctx, r.f, r.o, sandbox.Output{Out: &r.out, Err: &r.errb})
 }
 
 func phaseNames(ps []runs.Phase) []string {
@@ -244,6 +241,33 @@ func assertAllRemoved(t *testing.T, f *dockerxtest.Engine) {
 	}
 }
 
+// runRig is a `run` rig with a model key on the host.
+func runRig(t *testing.T) *rig {
+	r := newRig(t, orchestrate.WorkloadAgent)
+	r.o.Command = "run"
+	get := r.o.Getenv
+	r.o.Getenv = func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return "sk-test-workload"
+		}
+		return get(k)
+	}
+	return r
+}
+
+// agentSpec runs the rig and returns the agent-role container as created.
+func agentSpec(t *testing.T, r *rig) (dockerx.ContainerSpec, error) {
+	t.Helper()
+	_, err := r.run(context.Background())
+	for name, c := range r.f.Specs {
+		if strings.HasPrefix(name, "sandbox-agent") {
+			return c, err
+		}
+	}
+	t.Fatalf("no agent container created (run: %v)", err)
+	return dockerx.ContainerSpec{}, err
+}
+
 // TestLifecyclePhaseOrder: the phases come in the documented order, the
 // plan's from the plan; the engine sees the networks first, each
 // container created before it is started (the others are created, and
@@ -293,7 +317,7 @@ func TestLifecyclePhaseOrder(t *testing.T) {
 		}
 	}
 	if got := r.out.String(); !strings.Contains(got, "sidecar tools") {
-		t.Errorf("the workload's stdout did not reach Output.Out: %q", got)
+		t.Errorf("the workload's stdout did not reach sandbox.Output.Out: %q", got)
 	}
 	for _, name := range []string{runs.MetadataFile, "stdout.txt", "gateway-start-results.json", "mcp-sidecar-start-results.json", "gateway-logs.json", "mcp-sidecar-logs.json"} {
 		if _, err := os.Stat(filepath.Join(res.RunDir, name)); err != nil {
@@ -476,7 +500,7 @@ func TestLifecycleTeardownAfterFailure(t *testing.T) {
 		wantErr string
 	}{
 		{"spec", func(r *rig) {
-			r.o.Spec = SpecInput{Err: boom}
+			r.o.Spec = sandbox.SpecInput{Err: boom}
 		}, false, false, "boom"},
 		{"preflight", func(r *rig) { r.f.VersionErr = boom }, false, false, "boom"},
 		{"image", func(r *rig) {
@@ -573,7 +597,7 @@ func TestLifecycleTornRunIsCollected(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sr []StartResult
+	var sr []sandbox.StartResult
 	if err := json.Unmarshal(b, &sr); err != nil {
 		t.Fatal(err)
 	}

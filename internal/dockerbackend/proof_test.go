@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/hostoutput"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
@@ -18,8 +19,8 @@ import (
 
 const remote = "the engine's API is tcp://10.0.0.5:2375, not a unix socket on this host"
 
-// acceptExecOutput sets EnvAllowExecOutput for the rig's run.
-func acceptExecOutput(r *rig) { setEnv(r, EnvAllowExecOutput, "1") }
+// acceptExecOutput sets hostoutput.EnvAllowExecOutput for the rig's run.
+func acceptExecOutput(r *rig) { setEnv(r, hostoutput.EnvAllowExecOutput, "1") }
 
 // setEnv sets one variable of the rig's environment.
 func setEnv(r *rig, key, value string) {
@@ -57,7 +58,7 @@ func TestLifecycleEngineNotLocal(t *testing.T) {
 	setEnv(r, EnvOutput, "bind")
 	_, err := r.run(context.Background())
 	if code, hint := exitcode.Of(err); code != exitcode.Unavailable || !strings.Contains(err.Error(), "cannot be made noexec, nor checked") ||
-		!strings.Contains(err.Error(), "the engine's process is not on this host") || !strings.Contains(hint, EnvAllowExecOutput) {
+		!strings.Contains(err.Error(), "the engine's process is not on this host") || !strings.Contains(hint, hostoutput.EnvAllowExecOutput) {
 		t.Fatalf("run = %v (code %d, hint %q), want exit 5: the output directories cannot be made noexec", err, code, hint)
 	}
 	noCreate(t, r)

@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/inside"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -29,18 +30,17 @@ const helperTimeout = 30 * time.Second
 // the route removal and exits. No namespace of this host is entered,
 // whatever the engine's process ids name here. A helper that fails
 // leaves the route, recorded as a degradation, as the host path does.
-func (j *job) dropRouteByHelper(ctx context.Context, c *orchestrate.Container) error {
+func (b *backend) dropRouteByHelper(ctx context.Context, c *orchestrate.Container) error {
 	ctx, cancel := context.WithTimeout(ctx, helperTimeout)
 	defer cancel()
 	role := c.Step.Role
-	hs := j.helperSpec(c, "route", []string{inside.DropRouteCommand})
+	hs := b.helperSpec(c, "route", []string{inside.DropRouteCommand})
 	hs.User, hs.CapAdd = "0:0", []string{"NET_ADMIN"}
 	hs.Networks = []dockerx.Attachment{{Network: "container:" + c.ID}}
-	_, err := j.runHelper(ctx, hs)
+	_, err := b.runHelper(ctx, hs)
 	if err != nil {
 		d := fmt.Sprintf("%s keeps the default route of its internal network: the route helper failed: %v", role, err)
-		j.meta.Degradations = append(j.meta.Degradations, d)
-		fmt.Fprintf(j.s.Err, "warning: %s\n", d)
+		b.r.Degrade(d)
 	}
 	return nil
 }
@@ -48,8 +48,8 @@ func (j *job) dropRouteByHelper(ctx context.Context, c *orchestrate.Container) e
 // runHelper creates, starts and waits for a helper container, and removes
 // it on every path; it returns the helper's stdout. A non-zero exit is an
 // error with the end of its output.
-func (j *job) runHelper(ctx context.Context, hs dockerx.ContainerSpec) ([]byte, error) {
-	h, err := j.startHelper(ctx, hs)
+func (b *backend) runHelper(ctx context.Context, hs dockerx.ContainerSpec) ([]byte, error) {
+	h, err := b.startHelper(ctx, hs)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +58,7 @@ func (j *job) runHelper(ctx context.Context, hs dockerx.ContainerSpec) ([]byte, 
 
 // helper is a started helper container.
 type helper struct {
-	j      *job
+	b      *backend
 	name   string
 	id     string
 	waited <-chan dockerx.WaitResult
@@ -66,13 +66,13 @@ type helper struct {
 
 // startHelper creates and starts a helper container; on failure nothing
 // is left.
-func (j *job) startHelper(ctx context.Context, hs dockerx.ContainerSpec) (*helper, error) {
-	id, err := j.engine.CreateContainer(ctx, hs)
+func (b *backend) startHelper(ctx context.Context, hs dockerx.ContainerSpec) (*helper, error) {
+	id, err := b.r.Engine().CreateContainer(ctx, hs)
 	if err != nil {
 		return nil, fmt.Errorf("creating helper %s: %w", hs.Name, err)
 	}
-	h := &helper{j: j, name: hs.Name, id: id, waited: j.engine.WaitContainer(ctx, id)}
-	if err := j.engine.StartContainer(ctx, id); err != nil {
+	h := &helper{b: b, name: hs.Name, id: id, waited: b.r.Engine().WaitContainer(ctx, id)}
+	if err := b.r.Engine().StartContainer(ctx, id); err != nil {
 		h.remove(ctx)
 		return nil, fmt.Errorf("starting helper %s: %w", hs.Name, err)
 	}
@@ -82,8 +82,8 @@ func (j *job) startHelper(ctx context.Context, hs dockerx.ContainerSpec) (*helpe
 func (h *helper) remove(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
 	defer cancel()
-	if err := h.j.engine.RemoveContainer(rctx, h.id); err != nil {
-		fmt.Fprintf(h.j.s.Err, "warning: helper %s left behind (mcpsidecar gc removes it): %v\n", h.name, err)
+	if err := h.b.r.Engine().RemoveContainer(rctx, h.id); err != nil {
+		h.b.r.Warn("helper %s left behind (mcpsidecar gc removes it): %v", h.name, err)
 	}
 }
 
@@ -99,8 +99,8 @@ func (h *helper) finish(ctx context.Context) ([]byte, error) {
 	if res.Err != nil {
 		return nil, fmt.Errorf("waiting for helper %s: %w", h.name, res.Err)
 	}
-	var out, errb capBuffer
-	if err := h.j.engine.Logs(ctx, h.id, &out, &errb); err != nil {
+	var out, errb sandbox.Capture
+	if err := h.b.r.Engine().Logs(ctx, h.id, &out, &errb); err != nil {
 		return nil, fmt.Errorf("reading helper %s's output: %w", h.name, err)
 	}
 	if res.ExitCode != 0 {
@@ -118,7 +118,7 @@ func (h *helper) killedWhy(ctx context.Context, code int) string {
 	if code != 128+9 {
 		return ""
 	}
-	st, err := h.j.engine.InspectContainer(ctx, h.id)
+	st, err := h.b.r.Engine().InspectContainer(ctx, h.id)
 	switch {
 	case err != nil:
 		return ""
@@ -132,11 +132,11 @@ func (h *helper) killedWhy(ctx context.Context, code int) string {
 // no capability but add, read-only, the role's seccomp profile and
 // no-new-privileges, small limits; it carries c's labels (gc finds it)
 // under the role kind.
-func (j *job) helperSpec(c *orchestrate.Container, kind string, cmd []string) dockerx.ContainerSpec {
+func (b *backend) helperSpec(c *orchestrate.Container, kind string, cmd []string) dockerx.ContainerSpec {
 	labels := maps.Clone(c.Step.Spec.Labels)
 	labels[orchestrate.LabelRole] = c.Step.Role + "-" + kind
 	return dockerx.ContainerSpec{
-		Name: c.Step.Spec.Name + "-" + kind, Image: j.image.Tag, Cmd: cmd,
+		Name: c.Step.Spec.Name + "-" + kind, Image: b.r.ImageTag(), Cmd: cmd,
 		User: spec.User, Labels: labels, Networks: []dockerx.Attachment{{Network: "none"}},
 		ReadOnlyRootfs: true, CapDrop: []string{"ALL"}, CapAdd: []string{},
 		NoNewPrivileges: c.Step.Spec.NoNewPrivileges, Seccomp: c.Step.Spec.Seccomp, PidsLimit: 8, MemoryBytes: helperMemory, MemorySwapBytes: helperMemory,
@@ -153,27 +153,27 @@ func (j *job) helperSpec(c *orchestrate.Container, kind string, cmd []string) do
 // startObserving returns once the helper has answered and the answer is
 // recorded; otherwise it returns once the helper runs, and the answer is
 // recorded when it ends. The caller has claimed the role (observer.claim).
-func (j *job) startObserving(ctx context.Context, c *orchestrate.Container, held bool) {
+func (b *backend) startObserving(ctx context.Context, c *orchestrate.Container, held bool) {
 	role := c.Step.Role
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), helperTimeout)
-	hs := j.helperSpec(c, "observe", []string{inside.ObserveCommand, "--timeout", "20s"})
+	hs := b.helperSpec(c, "observe", []string{inside.ObserveCommand, "--timeout", "20s"})
 	hs.PidMode = "container:" + c.ID
-	h, err := j.startHelper(ctx, hs)
+	h, err := b.startHelper(ctx, hs)
 	finish := func() {
 		defer cancel()
 		var out []byte
 		if err == nil {
 			out, err = h.finish(ctx)
 		}
-		j.obs.record(role, helperObservation(out, err))
+		b.obs.record(role, helperObservation(out, err))
 	}
 	if held {
 		finish()
 		return
 	}
-	j.obs.wg.Add(1)
+	b.obs.wg.Add(1)
 	go func() {
-		defer j.obs.wg.Done()
+		defer b.obs.wg.Done()
 		finish()
 	}()
 }
@@ -205,7 +205,7 @@ func lastLines(s string, n int) string {
 // awaitReadyByHelper is the Session's readiness through the engine alone:
 // a helper that joins only the service's network namespace asks the
 // service's own loopback (await-ready) until it answers, and exits 0.
-func (j *job) awaitReadyByHelper(ctx context.Context, c *orchestrate.Container, timeout time.Duration) error {
+func (b *backend) awaitReadyByHelper(ctx context.Context, c *orchestrate.Container, timeout time.Duration) error {
 	r := c.Step.Ready
 	cmd := []string{inside.ReadyCommand, "--port", strconv.Itoa(r.Port), "--timeout", timeout.String()}
 	if r.TCP {
@@ -213,34 +213,34 @@ func (j *job) awaitReadyByHelper(ctx context.Context, c *orchestrate.Container, 
 	} else {
 		cmd = append(cmd, "--path", r.Path)
 	}
-	hs := j.helperSpec(c, "ready", cmd)
+	hs := b.helperSpec(c, "ready", cmd)
 	hs.Networks = []dockerx.Attachment{{Network: "container:" + c.ID}}
 	ctx, cancel := context.WithTimeout(ctx, timeout+helperTimeout)
 	defer cancel()
-	_, err := j.runHelper(ctx, hs)
+	_, err := b.runHelper(ctx, hs)
 	return err
 }
 
 // bridgeCheckByHelper is the bridge check on an engine that is not on
 // this host: a helper attached to the internal network tries the
 // network's gateway address; no host may answer for it.
-func (j *job) bridgeCheckByHelper(n orchestrate.CreatedNetwork) runs.Check {
+func (b *backend) bridgeCheckByHelper(n orchestrate.CreatedNetwork) runs.Check {
 	c := runs.Check{Name: "engine's host has no address on " + n.Name}
 	var gw string
-	for _, p := range j.sess.Plan.Networks {
+	for _, p := range b.r.Session().Plan.Networks {
 		if p.Name == n.Name {
 			gw = p.Gateway
 		}
 	}
-	if gw == "" || len(j.sess.Containers) == 0 {
+	if gw == "" || len(b.r.Session().Containers) == 0 {
 		c.Detail = "not established: the network has no planned gateway address to try"
 		return c
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), helperTimeout)
 	defer cancel()
-	hs := j.helperSpec(j.sess.Containers[0], "bridge", []string{inside.ProbeGatewayCommand, "--addr", net.JoinHostPort(gw, "9")})
+	hs := b.helperSpec(b.r.Session().Containers[0], "bridge", []string{inside.ProbeGatewayCommand, "--addr", net.JoinHostPort(gw, "9")})
 	hs.Networks = []dockerx.Attachment{{Network: n.Name}}
-	out, err := j.runHelper(ctx, hs)
+	out, err := b.runHelper(ctx, hs)
 	switch got := strings.TrimSpace(string(out)); {
 	case err != nil:
 		c.Detail = "not established: " + err.Error()

@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
 
 // The lifecycle's tests run without root and without real containers: the
@@ -121,7 +122,7 @@ func TestOutputMountLauncherEnvAlwaysSet(t *testing.T) {
 	fakes.use(t, &fakeOverrides{})
 	r := runRig(t)
 	r.f.Images["team/agent:1"] = true
-	r.o.Own = &OwnWorkload{Image: "team/agent:1", Command: []string{"python3", "/app/agent.py"}, Pull: PullNever}
+	r.o.Own = &sandbox.OwnWorkload{Image: "team/agent:1", Command: []string{"python3", "/app/agent.py"}, Pull: sandbox.PullNever}
 	got, _ := agentSpec(t, r)
 	if !slices.ContainsFunc(got.Env, func(e dockerx.EnvVar) bool { return e.Name == launcher.EnvExecAccepted && e.Value == "" }) {
 		t.Errorf("%s is not set empty: %+v", launcher.EnvExecAccepted, got.Env)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package sandbox
+package dockerbackend
 
 import (
 	"context"
@@ -12,9 +12,11 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/hostoutput"
 	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
 	"github.com/mcpsidecar/mcpsidecar/internal/noexec"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
 
 // TestOutputMountRefused: a host that cannot mount stops the run before
@@ -26,7 +28,7 @@ func TestOutputMountRefused(t *testing.T) {
 	r := newRig(t, orchestrate.WorkloadCheck)
 	res, err := r.run(context.Background())
 	code, hint := exitcode.Of(err)
-	if code != exitcode.Unavailable || !strings.Contains(hint, EnvAllowExecOutput) || !strings.Contains(err.Error(), "noexec") {
+	if code != exitcode.Unavailable || !strings.Contains(hint, hostoutput.EnvAllowExecOutput) || !strings.Contains(err.Error(), "noexec") {
 		t.Fatalf("run = %v (code %d, hint %q), want exit 5 naming noexec, with the opt-out in the hint", err, code, hint)
 	}
 	for _, c := range r.f.CallList() {
@@ -41,13 +43,13 @@ func TestOutputMountRefused(t *testing.T) {
 	r = runRig(t)
 	get := r.o.Getenv
 	r.o.Getenv = func(k string) string {
-		if k == EnvAllowExecOutput {
+		if k == hostoutput.EnvAllowExecOutput {
 			return "1"
 		}
 		return get(k)
 	}
 	r.f.Images["team/agent:1"] = true
-	r.o.Own = &OwnWorkload{Image: "team/agent:1", Command: []string{"python3", "/app/agent.py"}, Pull: PullNever}
+	r.o.Own = &sandbox.OwnWorkload{Image: "team/agent:1", Command: []string{"python3", "/app/agent.py"}, Pull: sandbox.PullNever}
 	got, _ := agentSpec(t, r) // runs on (its verdict is the workload's: no audit from the fake sidecar)
 	if !slices.ContainsFunc(got.Env, func(e dockerx.EnvVar) bool { return e.Name == launcher.EnvExecAccepted && e.Value == "/sandbox-output" }) {
 		t.Errorf("the launcher is not told the accepted path: %+v", got.Env)

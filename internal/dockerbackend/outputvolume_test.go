@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"context"
@@ -376,10 +376,9 @@ func TestMirrorBudget(t *testing.T) {
 			t.Fatalf("the fake holder: %v", err)
 		}
 		var errb strings.Builder
-		j := &job{engine: f, dir: dir, s: Output{Err: &errb},
-			volumes: &outputVolumes{holder: holder, byRole: map[string]string{orchestrate.RoleGateway: "v"}, users: map[string]string{}},
-			sess:    &orchestrate.Session{Plan: orchestrate.Plan{Containers: []orchestrate.Step{{Role: orchestrate.RoleGateway}}}}}
-		stop := j.startMirror(context.Background())
+		b := &backend{volumes: &outputVolumes{holder: holder, byRole: map[string]string{orchestrate.RoleGateway: "v"}, users: map[string]string{}}}
+		say := func(format string, args ...any) { fmt.Fprintf(&errb, format+"\n", args...) }
+		stop := b.mirror(context.Background(), f, dir.Path, []string{orchestrate.RoleGateway}, say)
 		time.Sleep(2*mirrorEvery + mirrorEvery/2)
 		stop()
 		if budget < 100 && !strings.Contains(errb.String(), "live copy of the gateway logs stopped") {

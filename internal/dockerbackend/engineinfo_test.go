@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
 
 // rootlessInfo is what rootless Docker over cgroup v1 reports (measured
@@ -94,7 +95,7 @@ func TestLifecycleEngineRefusals(t *testing.T) {
 		{"arm64 engine, amd64 binary", func(r *rig) { r.f.Arch = "arm64" },
 			[]string{"an ELF linux/amd64 executable", "the engine runs linux/arm64 containers"}, "GOARCH=arm64"},
 		{"windows binary", func(r *rig) { writeBin(t, r, peStub()) },
-			[]string{"a PE windows/amd64 executable", "linux/amd64 containers"}, EnvImageBinary},
+			[]string{"a PE windows/amd64 executable", "linux/amd64 containers"}, sandbox.EnvImageBinary},
 		{"arm64 ELF on amd64", func(r *rig) { writeBin(t, r, elfStub(elf.EM_AARCH64)) },
 			[]string{"an ELF linux/arm64 executable", "linux/amd64"}, "GOARCH=amd64"},
 	} {
@@ -119,7 +120,7 @@ func TestLifecycleEngineRefusals(t *testing.T) {
 // writeBin replaces the rig's image binary.
 func writeBin(t *testing.T, r *rig, data []byte) {
 	t.Helper()
-	if err := os.WriteFile(r.o.Getenv(EnvImageBinary), data, 0o755); err != nil {
+	if err := os.WriteFile(r.o.Getenv(sandbox.EnvImageBinary), data, 0o755); err != nil {
 		t.Fatal(err)
 	}
 }

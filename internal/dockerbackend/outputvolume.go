@@ -1,4 +1,4 @@
-package sandbox
+package dockerbackend
 
 import (
 	"bytes"
@@ -18,6 +18,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/holder"
+	"github.com/mcpsidecar/mcpsidecar/internal/hostoutput"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -65,14 +66,14 @@ type outputVolumes struct {
 // EnvOutput says or, unset, because the host cannot make a bind noexec
 // here: an engine that is not on this host, a rootless engine (its mounts
 // are in rootlesskit's namespace), or a host process without CAP_SYS_ADMIN.
-func (j *job) wantVolumes() (bool, error) {
-	switch v := j.getenv(EnvOutput); v {
+func (b *backend) wantVolumes() (bool, error) {
+	switch v := b.r.Getenv(EnvOutput); v {
 	case "volume":
 		return true, nil
 	case "bind":
 		return false, nil
 	case "":
-		return !j.meta.Engine.Local || os.Geteuid() != 0 || j.meta.Engine.Rootless, nil
+		return !b.r.Metadata().Engine.Local || os.Geteuid() != 0 || b.r.Metadata().Engine.Rootless, nil
 	default:
 		return false, exitcode.WithHint(exitcode.Usage, fmt.Errorf("%s=%q: not an output mode", EnvOutput, v),
 			"use volume (engine volumes, read through the API) or bind (host directories, root and a local engine only), or leave it unset")
@@ -81,15 +82,15 @@ func (j *job) wantVolumes() (bool, error) {
 
 // useOutputVolumes turns every writable output mount of the plan into a
 // volume of its own, creates the volumes and starts the holder.
-func (j *job) useOutputVolumes(ctx context.Context, plan *orchestrate.Plan) error {
+func (b *backend) useOutputVolumes(ctx context.Context, plan *orchestrate.Plan) error {
 	ov := &outputVolumes{byRole: map[string]string{}, users: map[string]string{}}
-	j.volumes = ov
+	b.volumes = ov
 	var holderMounts []dockerx.Mount
 	for i := range plan.Containers {
 		st := &plan.Containers[i]
 		for k, m := range st.Spec.Mounts {
 			if m.ReadOnly {
-				mnt, err := j.readOnlyMount(ctx, ov, st, m)
+				mnt, err := b.readOnlyMount(ctx, ov, st, m)
 				if err != nil {
 					return err
 				}
@@ -109,11 +110,11 @@ func (j *job) useOutputVolumes(ctx context.Context, plan *orchestrate.Plan) erro
 			name := st.Spec.Name + "-out"
 			v := dockerx.VolumeSpec{Name: name, Labels: maps.Clone(st.Spec.Labels), DriverOpts: map[string]string{
 				"type": "tmpfs", "device": "tmpfs", "o": fmt.Sprintf("%s,uid=%d,gid=%d", outputVolumeOpts, uid, gid)}}
-			if err := j.engine.CreateVolume(ctx, v); err != nil {
+			if err := b.r.Engine().CreateVolume(ctx, v); err != nil {
 				return err
 			}
 			ov.created = append(ov.created, name)
-			if err := checkVolume(ctx, j.engine, name); err != nil {
+			if err := checkVolume(ctx, b.r.Engine(), name); err != nil {
 				return err
 			}
 			st.Spec.Mounts[k].Source = name
@@ -122,11 +123,11 @@ func (j *job) useOutputVolumes(ctx context.Context, plan *orchestrate.Plan) erro
 			holderMounts = append(holderMounts, dockerx.Mount{Source: name, Target: holderMount(st.Role)})
 		}
 	}
-	setLauncherEnv(plan, "")
-	if err := j.startHolder(ctx, plan, holderMounts); err != nil {
+	hostoutput.SetExecAccepted(plan, "")
+	if err := b.startHolder(ctx, plan, holderMounts); err != nil {
 		return err
 	}
-	return j.fillLauncher(ctx)
+	return b.fillLauncher(ctx)
 }
 
 // numericUser parses a container user "uid:gid".
@@ -164,7 +165,7 @@ func checkVolume(ctx context.Context, e dockerx.Engine, name string) error {
 // no network, no capability, every output volume mounted, so their
 // content stays until it is read (readOutputVolumes) and the host can
 // release a held role through it.
-func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []dockerx.Mount) error {
+func (b *backend) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []dockerx.Mount) error {
 	if len(plan.Containers) == 0 || len(mounts) == 0 {
 		return nil
 	}
@@ -175,20 +176,20 @@ func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []
 		// Our image, never a role's: the first role may be the user's
 		// workload image (run --image), whose own entrypoint would then
 		// hold the record and answer the host's reads.
-		Name: strings.TrimSuffix(first.Name, "-"+plan.Containers[0].Role) + "-holder", Image: j.image.Tag,
+		Name: strings.TrimSuffix(first.Name, "-"+plan.Containers[0].Role) + "-holder", Image: b.r.ImageTag(),
 		Cmd: []string{holder.HoldCommand}, User: spec.User, Labels: labels,
 		Networks: []dockerx.Attachment{{Network: "none"}}, ReadOnlyRootfs: true,
 		CapDrop: []string{"ALL"}, CapAdd: []string{}, NoNewPrivileges: first.NoNewPrivileges, Seccomp: first.Seccomp,
-		Mounts: mounts, PidsLimit: 32, MemoryBytes: j.holderMemory(), MemorySwapBytes: j.holderMemory(), NanoCPUs: 500_000_000,
+		Mounts: mounts, PidsLimit: 32, MemoryBytes: b.holderMemory(), MemorySwapBytes: b.holderMemory(), NanoCPUs: 500_000_000,
 		DNS: []string{}, DNSOptions: []string{}, ExtraHosts: []string{}, StopTimeout: time.Second,
 	}
-	j.volumes.holderName = spec.Name
-	id, err := j.engine.CreateContainer(ctx, spec)
+	b.volumes.holderName = spec.Name
+	id, err := b.r.Engine().CreateContainer(ctx, spec)
 	if err != nil {
 		return fmt.Errorf("creating the output holder: %w", err)
 	}
-	j.volumes.holder = id
-	if err := j.engine.StartContainer(ctx, id); err != nil {
+	b.volumes.holder = id
+	if err := b.r.Engine().StartContainer(ctx, id); err != nil {
 		return fmt.Errorf("starting the output holder: %w", err)
 	}
 	return nil
@@ -197,12 +198,12 @@ func (j *job) startHolder(ctx context.Context, plan *orchestrate.Plan, mounts []
 // holderMemory bounds the holder: 64 MiB, and the launcher's copy when
 // it makes one (a tmpfs's pages count against the cgroup that wrote
 // them: the copy of a 60 MB binary was killed at 64 MiB).
-func (j *job) holderMemory() int64 {
+func (b *backend) holderMemory() int64 {
 	const base = 64 << 20
-	if j.volumes == nil || j.volumes.launcher == "" {
+	if b.volumes == nil || b.volumes.launcher == "" {
 		return base
 	}
-	for _, f := range j.image.RootFS {
+	for _, f := range b.r.ImageFiles().RootFS {
 		if "/"+f.Name == holder.ImageBinary {
 			return base + int64(len(f.Data))
 		}
@@ -212,13 +213,13 @@ func (j *job) holderMemory() int64 {
 
 // releaseHeld creates a held role's release file in its volume, through
 // the holder, as the role's user (the volume is the role's alone).
-func (j *job) releaseHeld(ctx context.Context, role string) error {
-	if j.volumes.byRole[role] == "" {
+func (b *backend) releaseHeld(ctx context.Context, role string) error {
+	if b.volumes.byRole[role] == "" {
 		return fmt.Errorf("releasing %s: it has no output volume", role)
 	}
-	argv := []string{holder.ImageBinary, hold.ReleaseCommand, "--file", hold.Path(holderMount(role)), "--token", j.holdToken}
+	argv := []string{holder.ImageBinary, hold.ReleaseCommand, "--file", hold.Path(holderMount(role)), "--token", b.r.HoldToken()}
 	var errb bytes.Buffer
-	if err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], argv, io.Discard, &errb); err != nil {
+	if err := b.r.Engine().Exec(ctx, b.volumes.holder, b.volumes.users[role], argv, io.Discard, &errb); err != nil {
 		return fmt.Errorf("releasing %s through the output holder: %w: %s", role, err, strings.TrimSpace(errb.String()))
 	}
 	return nil
@@ -231,24 +232,23 @@ const volumeReadTimeout = time.Minute
 // readOutputVolumes reads every role's files from its volume into its
 // output directory of the run directory; what was refused or failed is
 // an artifact problem.
-func (j *job) readOutputVolumes(ctx context.Context) {
-	if j.volumes == nil || j.volumes.holder == "" {
+func (b *backend) readOutputVolumes(ctx context.Context) {
+	if b.volumes == nil || b.volumes.holder == "" {
 		return
 	}
-	for _, st := range j.sess.Plan.Containers {
-		if j.volumes.byRole[st.Role] == "" {
+	for _, st := range b.r.Session().Plan.Containers {
+		if b.volumes.byRole[st.Role] == "" {
 			continue
 		}
 		rctx, cancel := context.WithTimeout(ctx, volumeReadTimeout)
-		problems, err := j.readOutputVolume(rctx, st.Role)
+		problems, err := b.readOutputVolume(rctx, st.Role)
 		cancel()
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
 		for _, p := range problems {
 			msg := fmt.Sprintf("%s output: %s", st.Role, p)
-			j.meta.ArtifactProblems = append(j.meta.ArtifactProblems, msg)
-			fmt.Fprintf(j.s.Err, "warning: not collected as is: %s\n", msg)
+			b.r.ArtifactProblem(msg)
 		}
 	}
 }
@@ -256,8 +256,8 @@ func (j *job) readOutputVolumes(ctx context.Context) {
 // readOutputVolume streams the reader's tar from the holder into the
 // role's output directory, over what the mirror copied there while the
 // run went.
-func (j *job) readOutputVolume(ctx context.Context, role string) ([]string, error) {
-	dst, err := os.OpenRoot(filepath.Join(j.dir.Path, role))
+func (b *backend) readOutputVolume(ctx context.Context, role string) ([]string, error) {
+	dst, err := os.OpenRoot(filepath.Join(b.r.Dir(), role))
 	if err != nil {
 		return nil, fmt.Errorf("%s output directory: %w", role, err)
 	}
@@ -268,14 +268,14 @@ func (j *job) readOutputVolume(ctx context.Context, role string) ([]string, erro
 	var errb bytes.Buffer
 	done := make(chan error, 1)
 	go func() {
-		err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], argv, pw, &errb)
+		err := b.r.Engine().Exec(ctx, b.volumes.holder, b.volumes.users[role], argv, pw, &errb)
 		pw.CloseWithError(err)
 		done <- err
 	}()
 	written, untarErr := holder.UntarWith(pr, dst, names, holder.OutputCap, writeGrow) // over the live copies, in place
 	pr.CloseWithError(errors.New("stopped reading"))
 	err = <-done
-	problems := append(j.readerNotes(role, errb.String()), removeStale(dst, names, written)...)
+	problems := append(b.readerNotes(role, errb.String()), removeStale(dst, names, written)...)
 	if err != nil {
 		return problems, fmt.Errorf("reading the %s output volume: %w", role, err)
 	}
@@ -307,14 +307,14 @@ func removeStale(dst *os.Root, names, written []string) []string {
 
 // readerNotes splits the reader's stderr: the files it left out and why
 // (holder.ReadProblem lines, returned) and its other notes (printed).
-func (j *job) readerNotes(role, stderr string) []string {
+func (b *backend) readerNotes(role, stderr string) []string {
 	var problems []string
 	for _, l := range strings.Split(stderr, "\n") {
 		l = strings.TrimSpace(l)
 		if r, ok := strings.CutPrefix(l, holder.ReadProblem); ok {
 			problems = append(problems, r)
 		} else if l != "" {
-			fmt.Fprintf(j.s.Err, "%s output reader: %s\n", role, l)
+			b.r.Say("%s output reader: %s", role, l)
 		}
 	}
 	return problems
@@ -322,16 +322,16 @@ func (j *job) readerNotes(role, stderr string) []string {
 
 // removeOutputVolumes removes the holder, then the volumes (a volume in
 // use cannot be removed). --keep leaves them, with the containers.
-func (j *job) removeOutputVolumes(ctx context.Context) error {
-	if j.volumes == nil {
+func (b *backend) removeOutputVolumes(ctx context.Context) error {
+	if b.volumes == nil {
 		return nil
 	}
 	var errs []error
-	if j.volumes.holder != "" {
-		errs = append(errs, j.engine.RemoveContainer(ctx, j.volumes.holder))
+	if b.volumes.holder != "" {
+		errs = append(errs, b.r.Engine().RemoveContainer(ctx, b.volumes.holder))
 	}
-	for _, v := range j.volumes.created {
-		errs = append(errs, j.engine.RemoveVolume(ctx, v))
+	for _, v := range b.volumes.created {
+		errs = append(errs, b.r.Engine().RemoveVolume(ctx, v))
 	}
 	return errors.Join(errs...)
 }
@@ -357,19 +357,28 @@ var mirrorBudget int64 = 512 << 20
 // runs tail, the live export) sees the record as it grows, as with host
 // directories. The copies are not the record: collect reads every file
 // again, and writes it over them (readOutputVolume).
-func (j *job) startMirror(ctx context.Context) (stop func()) {
+func (b *backend) startMirror(ctx context.Context) (stop func()) {
+	var roles []string
+	for _, st := range b.r.Session().Plan.Containers {
+		roles = append(roles, st.Role)
+	}
+	return b.mirror(ctx, b.r.Engine(), b.r.Dir(), roles, b.r.Say)
+}
+
+// mirror is startMirror's work, over the engine e and the run directory
+// dir, for roles; say prints a note.
+func (b *backend) mirror(ctx context.Context, e dockerx.Engine, dir string, roles []string, say func(string, ...any)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	copied := map[string]int64{} // bytes read through the holder, per role
 	mirror := func(ctx context.Context) {
-		for _, st := range j.sess.Plan.Containers {
-			role := st.Role
-			if j.volumes.byRole[role] == "" || len(runs.RoleFiles[role]) == 0 || copied[role] > mirrorBudget {
+		for _, role := range roles {
+			if b.volumes.byRole[role] == "" || len(runs.RoleFiles[role]) == 0 || copied[role] > mirrorBudget {
 				continue
 			}
-			n, _ := j.mirrorRole(ctx, role)
+			n, _ := b.mirrorRole(ctx, e, dir, role)
 			if copied[role] += n; copied[role] > mirrorBudget {
-				fmt.Fprintf(j.s.Err, "note: the live copy of the %s logs stopped after %d MiB (they churn); the record is read whole at the end\n", role, copied[role]>>20)
+				say("note: the live copy of the %s logs stopped after %d MiB (they churn); the record is read whole at the end", role, copied[role]>>20)
 			}
 		}
 	}
@@ -397,10 +406,10 @@ func (j *job) startMirror(ctx context.Context) (stop func()) {
 
 // mirrorRole copies one role's logs and says how many bytes it read; a
 // failure is left to the next tick and to collect.
-func (j *job) mirrorRole(ctx context.Context, role string) (int64, error) {
+func (b *backend) mirrorRole(ctx context.Context, e dockerx.Engine, dir, role string) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	dst, err := os.OpenRoot(filepath.Join(j.dir.Path, role))
+	dst, err := os.OpenRoot(filepath.Join(dir, role))
 	if err != nil {
 		return 0, err
 	}
@@ -409,7 +418,7 @@ func (j *job) mirrorRole(ctx context.Context, role string) (int64, error) {
 	pr, pw := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		err := j.engine.Exec(ctx, j.volumes.holder, j.volumes.users[role], holder.ReadArgs(holderMount(role), holder.OutputCap, names), pw, io.Discard)
+		err := e.Exec(ctx, b.volumes.holder, b.volumes.users[role], holder.ReadArgs(holderMount(role), holder.OutputCap, names), pw, io.Discard)
 		pw.CloseWithError(err)
 		done <- err
 	}()
