@@ -1,0 +1,604 @@
+//go:build docker
+
+package e2e
+
+// The backend conformance suite (issue 28, item 6): one set of lifecycle
+// scenarios, written once, that each real backend runs
+// (conformance_docker_test.go on the engine here,
+// conformance_kube_test.go on the test cluster). Each scenario drives
+// the test binary's doctor, with the workload replaced by a sleeper or
+// the gateway by one that cannot start where it needs to, and asserts on
+// the real record (the run directory) and on the real backend's state
+// (what a run left, listed by the labels the test gave it). What one
+// backend does differently is data in its backendUnderTest (the record
+// files only it writes, the phases it reports, what it refuses), so a new
+// difference fails the test instead of passing unnoticed.
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
+)
+
+// backendUnderTest is one real backend as the conformance scenarios see
+// it: how the CLI is pointed at it, how what a run left on it is listed,
+// how long it may take, and what it records or refuses unlike the others.
+type backendUnderTest struct {
+	name string
+	// flags select the backend on run, doctor and test-sandbox; gcFlags
+	// on gc.
+	flags, gcFlags []string
+	// env is added to every command's environment (the CLI's own adds
+	// the test's labels, NewCLI).
+	env []string
+	// leftovers lists what runs labelled mcpsidecar.e2e=id left on the
+	// backend, one "kind name" entry each, sorted.
+	leftovers func(t *testing.T, id string) []string
+	// cleanup removes everything labelled mcpsidecar.e2e=id at the end
+	// of the test; registered before anything is created.
+	cleanup func(t *testing.T, id string)
+	// running matches the progress line on stderr that says the workload
+	// has started.
+	running *regexp.Regexp
+	// objects is how many entries leftovers lists for one live run.
+	objects int
+	// startWait bounds a run until its workload runs; endWait a run's end
+	// after a signal or its --timeout.
+	startWait, endWait time.Duration
+	// phases are doctor's phases on this backend, in order.
+	phases []string
+	// recordOnly are the files of a doctor run directory that only this
+	// backend writes, each with why; recordLacks the common ones it does
+	// not write.
+	recordOnly, recordLacks map[string]string
+	// gatewayError is what the error of a run whose gateway cannot start
+	// says on this backend, beside the role's name.
+	gatewayError []string
+	// refuses are the scenarios this backend cannot express: the command
+	// is refused, and the scenario checks that refusal instead.
+	refuses map[string]refusal
+}
+
+// refusal is a scenario a backend cannot express: why, the doctor
+// arguments that ask for it, and the usage error the CLI gives (so
+// support added silently fails the scenario until the data changes).
+type refusal struct {
+	reason  string
+	args    []string
+	message string
+}
+
+// cfRecord is the set of files (relative paths) of a doctor run
+// directory, on every backend, before each backend's own differences.
+var cfRecord = []string{
+	"Dockerfile", "config.json", "egress-decisions.jsonl", "gateway-logs.json", "gateway-start-results.json",
+	"landlock-policy.json", "mcp-sidecar-logs.json", "mcp-sidecar-metadata.json", "mcp-sidecar-start-results.json",
+	"mcp-sidecar-stderr.txt", "mcp-sidecar-stdout.txt", "mcp-sidecar-tool-calls.jsonl", "resolved-profile.json",
+	"run-metadata.json", "sandbox-spec.json", "seccomp-profile.json", "squid.conf", "stderr.txt", "stdout.txt",
+	"timeline.jsonl", "report.html", "egress-counts.json",
+	"gateway-harden-report.json", "sidecar-harden-report.json", "agent-harden-report.json",
+}
+
+// conformanceScenarios are the scenarios, in the order they run.
+var conformanceScenarios = []struct {
+	name string
+	run  func(t *testing.T, b backendUnderTest)
+}{
+	{"doctor", cfDoctor},
+	{"interrupted", cfInterrupted},
+	{"timeout", cfTimeout},
+	{"gateway-fails", cfGatewayFails},
+	{"keep", cfKeep},
+	{"gc-after-sigkill", cfGCAfterKill},
+}
+
+// runConformance runs every scenario against b.
+func runConformance(t *testing.T, b backendUnderTest) {
+	for _, s := range conformanceScenarios {
+		t.Run(s.name, func(t *testing.T) {
+			start := time.Now()
+			defer func() { t.Logf("%s on %s: %s", s.name, b.name, time.Since(start).Round(time.Millisecond)) }()
+			if r, ok := b.refuses[s.name]; ok {
+				cfRefused(t, b, r)
+				return
+			}
+			s.run(t, b)
+		})
+	}
+}
+
+// cfRun is one command of the binary under test against b, with its
+// resources labelled mcpsidecar.e2e=id.
+type cfRun struct {
+	*CLI
+	id, runsDir string
+}
+
+// cfCommand prepares `mcpsidecar command <b's flags> --runs-dir DIR
+// args...` for a fresh id, whose leftovers are removed at the end of the
+// test.
+func cfCommand(t *testing.T, b backendUnderTest, command string, args ...string) *cfRun {
+	t.Helper()
+	id := RandHex(6)
+	b.cleanup(t, id)
+	runsDir := filepath.Join(t.TempDir(), "runs")
+	full := append(append([]string{command}, b.flags...), "--allow-old-engine", "--runs-dir", runsDir)
+	// The test binary: the workload and the gateway are replaced in
+	// some scenarios, and every scenario runs the same binary.
+	BinaryWithTestCommands(t)
+	c := NewCLI(t, id, b.env, append(full, args...)...)
+	return &cfRun{CLI: c, id: id, runsDir: runsDir}
+}
+
+// run runs the command to its end and returns its exit code.
+func (r *cfRun) run(t *testing.T) int {
+	t.Helper()
+	start := time.Now()
+	code := exitCode(t, r.Cmd.Run())
+	t.Logf("%s: exit %d after %s", strings.Join(r.Cmd.Args[1:], " "), code, time.Since(start).Round(time.Millisecond))
+	return code
+}
+
+// start starts the command and waits until its workload runs.
+func (r *cfRun) start(t *testing.T, b backendUnderTest) {
+	t.Helper()
+	if err := r.Cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if r.Cmd.ProcessState == nil {
+			_ = r.Cmd.Process.Kill()
+			_ = r.Cmd.Wait()
+		}
+	})
+	deadline := time.Now().Add(b.startWait)
+	for !b.running.MatchString(r.Stderr.String()) {
+		if r.Cmd.ProcessState != nil || time.Now().After(deadline) {
+			t.Fatalf("the workload did not start within %s (%s); stderr:\n%s", b.startWait, b.running, r.Stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// sleeper starts doctor with a workload that sleeps for an hour and
+// waits until it runs.
+func cfSleeper(t *testing.T, b backendUnderTest, args ...string) *cfRun {
+	t.Helper()
+	r := cfCommand(t, b, "doctor", append([]string{"--x-workload-cmd", "x-sleep,1h"}, args...)...)
+	r.start(t, b)
+	return r
+}
+
+// runDir is the one run directory the command wrote, and its metadata.
+func (r *cfRun) runDir(t *testing.T) (string, runs.Metadata) {
+	t.Helper()
+	dir := hxOnlyRun(t, r.runsDir)
+	return dir, readRunMetadata(t, dir)
+}
+
+// nothingLeft fails when the run left anything on the backend.
+func (r *cfRun) nothingLeft(t *testing.T, b backendUnderTest) {
+	t.Helper()
+	if left := b.leftovers(t, r.id); len(left) > 0 {
+		t.Errorf("%s left behind: %v", b.name, left)
+	}
+}
+
+// cfDoctor: doctor passes, leaves nothing, and its run directory holds
+// the common record files plus this backend's documented differences,
+// nothing else; its phases are the backend's; the roles stopped in the
+// plan's order.
+func cfDoctor(t *testing.T, b backendUnderTest) {
+	r := cfCommand(t, b, "doctor")
+	if code := r.run(t); code != exitcode.OK {
+		t.Fatalf("doctor exited %d\nstdout:\n%s\nstderr:\n%s", code, r.Stdout.String(), r.Stderr.String())
+	}
+	r.nothingLeft(t, b)
+	dir, m := r.runDir(t)
+	if m.Command != "doctor" || m.ExitCode != 0 || !m.Verdict.OK || len(m.ArtifactProblems) > 0 {
+		t.Errorf("metadata: command %q exit %d verdict %v artifact problems %q", m.Command, m.ExitCode, m.Verdict.OK, m.ArtifactProblems)
+	}
+	for _, ck := range m.Verdict.Checks {
+		if !ck.OK {
+			t.Errorf("check %q failed: %s", ck.Name, ck.Detail)
+		}
+	}
+	t.Run("record", func(t *testing.T) { cfCheckRecordFiles(t, b, dir) })
+	t.Run("phases", func(t *testing.T) {
+		var got []string
+		for _, p := range m.Phases {
+			got = append(got, p.Name)
+		}
+		if !slices.Equal(got, b.phases) {
+			t.Errorf("phases %v, want %v", got, b.phases)
+		}
+	})
+	t.Run("stop-order", func(t *testing.T) { cfCheckStopOrder(t, dir, m) })
+}
+
+// cfCheckRecordFiles: the run directory's regular files are exactly the
+// common set with the backend's own added and its lacks removed.
+func cfCheckRecordFiles(t *testing.T, b backendUnderTest, dir string) {
+	t.Helper()
+	want := map[string]bool{}
+	for _, f := range cfRecord {
+		want[f] = true
+	}
+	for f := range b.recordLacks {
+		if !want[f] {
+			t.Errorf("%s's record lacks %s, which is not a common record file: fix the suite's data", b.name, f)
+		}
+		delete(want, f)
+	}
+	for f := range b.recordOnly {
+		if want[f] {
+			t.Errorf("%s's own record file %s is a common one: fix the suite's data", b.name, f)
+		}
+		want[f] = true
+	}
+	got := map[string]bool{}
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		got[filepath.ToSlash(rel)] = true
+		if !d.Type().IsRegular() {
+			t.Errorf("%s is %s, not a regular file", rel, d.Type())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for f := range want {
+		if !got[f] {
+			t.Errorf("%s: no %s in the run directory", b.name, f)
+		}
+	}
+	for f := range got {
+		if !want[f] {
+			t.Errorf("%s: %s is in the run directory, and neither a common record file nor a documented difference of this backend", b.name, f)
+		}
+	}
+}
+
+// cfCheckStopOrder reads the order the roles ended in from the record.
+// The plan's order for doctor: the workload ends first, then the services
+// are stopped (SIGTERM, together: no step of doctor's plan has
+// stop_after) and each ends by itself. Neither backend records when each
+// role ended (run-metadata.json has no end time per container, and the
+// sidecar logs nothing as it stops), so the order is read from what both
+// do record: timeline.jsonl's container_exit events; the gateway's own
+// last line, "decision log closed", logged as it exits on its SIGTERM,
+// which must come after the workload's last request through it (the
+// last line of egress-decisions.jsonl: in doctor every request is the
+// workload's check); each service's exit code; and the verdict's check
+// that the roles stopped before the kill.
+func cfCheckStopOrder(t *testing.T, dir string, m runs.Metadata) {
+	t.Helper()
+	exits := cfExitEvents(t, dir)
+	var roles []string
+	for _, c := range m.Containers {
+		roles = append(roles, c.Role)
+		if _, ok := exits[c.Role]; !ok {
+			t.Errorf("timeline.jsonl has no container_exit for %s", c.Role)
+		}
+		if c.Role != "agent" && (c.ExitCode == nil || *c.ExitCode != 0) {
+			t.Errorf("%s exit code %s, want 0 (it ends by itself on its SIGTERM)", c.Role, fmtExit(c.ExitCode))
+		}
+	}
+	slices.Sort(roles)
+	if !slices.Equal(roles, []string{"agent", "gateway", "sidecar"}) {
+		t.Fatalf("containers %v, want agent, gateway and sidecar", roles)
+	}
+	agent := exits["agent"]
+	for _, svc := range []string{"gateway", "sidecar"} {
+		if e := exits[svc]; e.Seq < agent.Seq {
+			t.Errorf("timeline: %s ended (seq %d, %s) before the workload (seq %d, %s)", svc, e.Seq, e.Time, agent.Seq, agent.Time)
+		}
+	}
+	lastRequest := cfLastDecision(t, dir)
+	closed, ok := cfLogLine(t, filepath.Join(dir, runs.FileGatewayLogs), "decision log closed")
+	switch {
+	case !ok:
+		t.Errorf("%s has no \"decision log closed\" line: the gateway did not end by itself", runs.FileGatewayLogs)
+	case closed.Before(lastRequest):
+		t.Errorf("the gateway closed its log at %s, before the workload's last request through it (%s): it was stopped first",
+			closed.Format(time.TimeOnly+".000"), lastRequest.Format(time.TimeOnly+".000"))
+	}
+	if !slices.ContainsFunc(m.Verdict.Checks, func(c runs.Check) bool { return c.Name == verdict.CheckRolesStopped && c.OK }) {
+		t.Errorf("no passed %q check in the verdict: %+v", verdict.CheckRolesStopped, m.Verdict.Checks)
+	}
+	t.Logf("the workload's last request %s; the gateway closed its log %s", lastRequest.Format(time.TimeOnly+".000"), closed.Format(time.TimeOnly+".000"))
+}
+
+// cfLastDecision is the time of the last line of egress-decisions.jsonl.
+func cfLastDecision(t *testing.T, dir string) time.Time {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "egress-decisions.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last time.Time
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var d struct {
+			Time time.Time `json:"time"`
+		}
+		if err := json.Unmarshal([]byte(line), &d); err != nil {
+			t.Fatalf("egress-decisions.jsonl:%d: %v", i+1, err)
+		}
+		if d.Time.After(last) {
+			last = d.Time
+		}
+	}
+	if last.IsZero() {
+		t.Fatal("egress-decisions.jsonl has no decision: doctor's checks go through the gateway")
+	}
+	return last
+}
+
+// cfLogLine is the time of the first line of a role's *-logs.json (its
+// JSON log lines, on either stream: the Kubernetes API merges the two)
+// whose message is msg.
+func cfLogLine(t *testing.T, path, msg string) (time.Time, bool) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct{ Stdout, Stderr string }
+	if err := json.Unmarshal(b, &rec); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	for _, line := range strings.Split(rec.Stdout+"\n"+rec.Stderr, "\n") {
+		var l struct {
+			Time time.Time `json:"time"`
+			Msg  string    `json:"msg"`
+		}
+		if json.Unmarshal([]byte(line), &l) == nil && l.Msg == msg {
+			return l.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// cfExitEvents are timeline.jsonl's container_exit events by role.
+func cfExitEvents(t *testing.T, dir string) map[string]timeline.Event {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "timeline.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]timeline.Event{}
+	for i, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var e timeline.Event
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("timeline.jsonl:%d: %v", i+1, err)
+		}
+		if e.Kind == timeline.KindContainerExit {
+			out[e.Role] = e
+		}
+	}
+	return out
+}
+
+// cfRefused: the backend refuses the scenario's command with the
+// documented usage error, and leaves nothing.
+func cfRefused(t *testing.T, b backendUnderTest, r refusal) {
+	t.Logf("%s cannot express this scenario: %s", b.name, r.reason)
+	run := cfCommand(t, b, "doctor", r.args...)
+	code := run.run(t)
+	if code != exitcode.Usage || !strings.Contains(run.Stderr.String(), r.message) {
+		t.Errorf("exit %d, want %d with %q; stderr:\n%s", code, exitcode.Usage, r.message, run.Stderr.String())
+	}
+	run.nothingLeft(t, b)
+}
+
+// cfInterrupted: SIGINT while the workload runs ends the run with 130
+// (docs/commands.md), writes its record with that code, and leaves
+// nothing.
+func cfInterrupted(t *testing.T, b backendUnderTest) {
+	r := cfSleeper(t, b)
+	if left := b.leftovers(t, r.id); len(left) != b.objects {
+		t.Errorf("while the workload runs: %v, want %d objects (the check after SIGINT would prove nothing)", left, b.objects)
+	}
+	if err := r.Cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := hxWait(t, r.CLI, b.endWait); code != exitcode.Interrupted {
+		t.Errorf("exit code %d after SIGINT, want %d; stderr:\n%s", code, exitcode.Interrupted, r.Stderr.String())
+	}
+	r.nothingLeft(t, b)
+	dir, m := r.runDir(t)
+	if m.ExitCode != exitcode.Interrupted {
+		t.Errorf("run-metadata.json exit_code %d, want %d", m.ExitCode, exitcode.Interrupted)
+	}
+	for _, name := range []string{"run-metadata.json", "timeline.jsonl", "stdout.txt", "gateway-logs.json", "mcp-sidecar-logs.json", "report.html"} {
+		hxWellFormed(t, filepath.Join(dir, name))
+	}
+}
+
+// cfTimeout: a workload that outlives --timeout is killed, the run exits
+// 1 (docs/commands.md), records the agent as timed out, and leaves
+// nothing.
+func cfTimeout(t *testing.T, b backendUnderTest) {
+	r := cfCommand(t, b, "doctor", "--x-workload-cmd", "x-sleep,1h", "--timeout", "5s")
+	start := time.Now()
+	code := r.run(t)
+	if code != exitcode.Runtime {
+		t.Errorf("exit code %d, want %d; stderr:\n%s", code, exitcode.Runtime, r.Stderr.String())
+	}
+	if d := time.Since(start); d > b.startWait+b.endWait {
+		t.Errorf("took %s: the timeout did not stop the workload", d)
+	}
+	r.nothingLeft(t, b)
+	_, m := r.runDir(t)
+	if m.ExitCode != exitcode.Runtime {
+		t.Errorf("run-metadata.json exit_code %d, want %d", m.ExitCode, exitcode.Runtime)
+	}
+	found := false
+	for _, c := range m.Containers {
+		if c.Role == "agent" {
+			found = true
+			if !c.TimedOut {
+				t.Errorf("the agent is not recorded as timed out: %+v", c)
+			}
+		}
+	}
+	if !found {
+		t.Error("no agent container in run-metadata.json")
+	}
+	if !strings.Contains(r.Stderr.String(), "timeout") {
+		t.Errorf("stderr does not mention the timeout:\n%s", r.Stderr.String())
+	}
+}
+
+// cfGatewayFails: a gateway that exits at start (an unknown flag) fails
+// the run with 1, an error naming the gateway, a failed phase in the
+// record, no workload run, and nothing left.
+func cfGatewayFails(t *testing.T, b backendUnderTest) {
+	r := cfCommand(t, b, "doctor", "--x-gateway-cmd", "gateway,--no-such-flag", "--ready-timeout", "60s")
+	code := r.run(t)
+	if code != exitcode.Runtime {
+		t.Errorf("exit code %d, want %d", code, exitcode.Runtime)
+	}
+	errLine := cfErrorLine(r.Stderr.String())
+	for _, want := range append([]string{"gateway"}, b.gatewayError...) {
+		if !strings.Contains(errLine, want) {
+			t.Errorf("the error %q does not say %q; stderr:\n%s", errLine, want, r.Stderr.String())
+		}
+	}
+	// The gateway's own complaint reaches the user.
+	if !strings.Contains(r.Stderr.String(), "unknown flag: --no-such-flag") {
+		t.Errorf("stderr does not show why the gateway exited (its \"unknown flag: --no-such-flag\"):\n%s", r.Stderr.String())
+	}
+	r.nothingLeft(t, b)
+	_, m := r.runDir(t)
+	if m.ExitCode != exitcode.Runtime || m.Verdict.OK {
+		t.Errorf("run-metadata.json: exit_code %d verdict ok %v, want %d and not ok", m.ExitCode, m.Verdict.OK, exitcode.Runtime)
+	}
+	failed := slices.IndexFunc(m.Phases, func(p runs.Phase) bool { return !p.OK })
+	if failed < 0 {
+		t.Errorf("no failed phase in %+v", m.Phases)
+	} else {
+		t.Logf("failed phase %s: %s", m.Phases[failed].Name, m.Phases[failed].Error)
+	}
+	for _, c := range m.Containers {
+		if c.Role == "agent" && c.ExitCode != nil {
+			t.Errorf("the workload ran after the gateway failed (exit code %d)", *c.ExitCode)
+		}
+	}
+}
+
+// cfErrorLine is the CLI's error line: internal/cli prints the error a
+// command returns as "mcpsidecar: ERROR" after the line naming the run
+// directory (a role's own output may follow it, and may hold such lines
+// too).
+func cfErrorLine(stderr string) string {
+	_, after, ok := strings.Cut(stderr, "run results saved to: ")
+	if !ok {
+		after = stderr
+	}
+	for _, line := range strings.Split(after, "\n") {
+		if strings.HasPrefix(line, "mcpsidecar: ") {
+			return line
+		}
+	}
+	return ""
+}
+
+// cfKeep: a --keep run leaves its objects; the removal command it prints
+// removes exactly them: a second kept run's stay.
+func cfKeep(t *testing.T, b backendUnderTest) {
+	var kept [2]*cfRun
+	for i := range kept {
+		kept[i] = cfCommand(t, b, "doctor", "--keep")
+		if code := kept[i].run(t); code != exitcode.OK {
+			t.Fatalf("doctor --keep exited %d; stderr:\n%s", code, kept[i].Stderr.String())
+		}
+	}
+	witness := b.leftovers(t, kept[1].id)
+	if left := b.leftovers(t, kept[0].id); len(left) != b.objects || len(witness) != b.objects {
+		t.Fatalf("--keep kept %v and %v, want %d objects each", left, witness, b.objects)
+	}
+	_, after, ok := strings.Cut(kept[0].Stderr.String(), "remove it with:\n")
+	if !ok {
+		t.Fatalf("no removal command printed:\n%s", kept[0].Stderr.String())
+	}
+	removal := strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
+	if out, err := exec.Command("sh", "-c", removal).CombinedOutput(); err != nil {
+		t.Fatalf("the printed command %q failed: %v\n%s", removal, err, out)
+	}
+	kept[0].nothingLeft(t, b)
+	if left := b.leftovers(t, kept[1].id); !slices.Equal(left, witness) {
+		t.Errorf("the other kept run's objects changed: %v, then %v", witness, left)
+	}
+}
+
+// cfGCAfterKill: gc removes what a run killed with SIGKILL left, and
+// nothing of a run still alive.
+func cfGCAfterKill(t *testing.T, b backendUnderTest) {
+	// The live run first: a run's start removes dead runs' objects, so
+	// it must not start after the kill.
+	live := cfSleeper(t, b)
+	dead := cfSleeper(t, b)
+	if err := dead.Cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = dead.Cmd.Wait()
+	liveObjects := b.leftovers(t, live.id)
+	if left := b.leftovers(t, dead.id); len(left) != b.objects || len(liveObjects) != b.objects {
+		t.Fatalf("after SIGKILL: the dead run left %v, the live one has %v; want %d objects each (the test would prove nothing)",
+			left, liveObjects, b.objects)
+	}
+	deadDir, _ := dead.runDir(t)
+	if out := cfGC(t, b, dead); !strings.Contains(out, "(run "+filepath.Base(deadDir)) {
+		t.Errorf("gc's output names nothing of the dead run %s:\n%s", filepath.Base(deadDir), out)
+	}
+	dead.nothingLeft(t, b)
+	if left := b.leftovers(t, live.id); !slices.Equal(left, liveObjects) {
+		t.Errorf("gc changed the live run's objects: %v, then %v", liveObjects, left)
+	}
+	if err := live.Cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := hxWait(t, live.CLI, b.endWait); code != exitcode.Interrupted {
+		t.Errorf("the live run exited %d after SIGINT, want %d", code, exitcode.Interrupted)
+	}
+	live.nothingLeft(t, b)
+}
+
+// cfGC runs gc for the runs directory of r. Another run's start on this
+// machine (other tests, other sessions) also removes dead runs' objects,
+// and the engine refuses a removal already under way, which fails gc:
+// that one error is retried, and logged (a finding, not this test's
+// subject). It returns what every attempt printed on stdout.
+func cfGC(t *testing.T, b backendUnderTest, r *cfRun) string {
+	t.Helper()
+	var out strings.Builder
+	for attempt := 1; ; attempt++ {
+		gc := NewCLI(t, r.id, b.env, append(append([]string{"gc"}, b.gcFlags...), "--runs-dir", r.runsDir)...)
+		code := exitCode(t, gc.Cmd.Run())
+		out.WriteString(gc.Stdout.String())
+		t.Logf("gc (attempt %d) exited %d:\n%s%s", attempt, code, gc.Stdout.String(), gc.Stderr.String())
+		if code == 0 {
+			return out.String()
+		}
+		if attempt == 3 || !strings.Contains(gc.Stderr.String(), "already in progress") {
+			t.Fatalf("gc exited %d: %s", code, gc.Stderr.String())
+		}
+	}
+}
