@@ -120,26 +120,39 @@ func runConformance(t *testing.T, b backendUnderTest) {
 }
 
 // cfRun is one command of the binary under test against b, with its
-// resources labelled mcpsidecar.e2e=id.
+// resources labelled mcpsidecar.e2e=id; its run directory is the one
+// entry of runsDir that was not there before it.
 type cfRun struct {
 	*CLI
 	id, runsDir string
+	before      map[string]bool
+	made        string // the run directory, once found
 }
 
 // cfCommand prepares `mcpsidecar command <b's flags> --runs-dir DIR
-// args...` for a fresh id, whose leftovers are removed at the end of the
-// test.
+// args...` for a fresh id and runs directory, whose leftovers are removed
+// at the end of the test.
 func cfCommand(t *testing.T, b backendUnderTest, command string, args ...string) *cfRun {
+	t.Helper()
+	return cfCommandIn(t, b, filepath.Join(t.TempDir(), "runs"), command, args...)
+}
+
+// cfCommandIn is [cfCommand] in a runs directory other runs may share.
+func cfCommandIn(t *testing.T, b backendUnderTest, runsDir, command string, args ...string) *cfRun {
 	t.Helper()
 	id := RandHex(6)
 	b.cleanup(t, id)
-	runsDir := filepath.Join(t.TempDir(), "runs")
 	full := append(append([]string{command}, b.flags...), "--allow-old-engine", "--runs-dir", runsDir)
 	// The test binary: the workload and the gateway are replaced in
 	// some scenarios, and every scenario runs the same binary.
 	BinaryWithTestCommands(t)
 	c := NewCLI(t, id, b.env, append(full, args...)...)
-	return &cfRun{CLI: c, id: id, runsDir: runsDir}
+	before := map[string]bool{}
+	entries, _ := os.ReadDir(runsDir) // none yet is fine
+	for _, e := range entries {
+		before[e.Name()] = true
+	}
+	return &cfRun{CLI: c, id: id, runsDir: runsDir, before: before}
 }
 
 // run runs the command to its end and returns its exit code.
@@ -170,21 +183,51 @@ func (r *cfRun) start(t *testing.T, b backendUnderTest) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	r.dir(t) // found now, before another run shares its runs directory
 }
 
-// sleeper starts doctor with a workload that sleeps for an hour and
-// waits until it runs.
-func cfSleeper(t *testing.T, b backendUnderTest, args ...string) *cfRun {
+// cfSleeper starts doctor with a workload that sleeps for an hour, in
+// runsDir ("": one of its own), and waits until the workload runs.
+func cfSleeper(t *testing.T, b backendUnderTest, runsDir string, args ...string) *cfRun {
 	t.Helper()
-	r := cfCommand(t, b, "doctor", append([]string{"--x-workload-cmd", "x-sleep,1h"}, args...)...)
+	args = append([]string{"--x-workload-cmd", "x-sleep,1h"}, args...)
+	var r *cfRun
+	if runsDir == "" {
+		r = cfCommand(t, b, "doctor", args...)
+	} else {
+		r = cfCommandIn(t, b, runsDir, "doctor", args...)
+	}
 	r.start(t, b)
 	return r
 }
 
-// runDir is the one run directory the command wrote, and its metadata.
+// dir is the run directory the command made.
+func (r *cfRun) dir(t *testing.T) string {
+	t.Helper()
+	if r.made != "" {
+		return r.made
+	}
+	entries, err := os.ReadDir(r.runsDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var made []string
+	for _, e := range entries {
+		if !r.before[e.Name()] {
+			made = append(made, e.Name())
+		}
+	}
+	if len(made) != 1 {
+		t.Fatalf("want one new run directory in %s, got %v", r.runsDir, made)
+	}
+	r.made = filepath.Join(r.runsDir, made[0])
+	return r.made
+}
+
+// runDir is the run directory the command made, and its metadata.
 func (r *cfRun) runDir(t *testing.T) (string, runs.Metadata) {
 	t.Helper()
-	dir := hxOnlyRun(t, r.runsDir)
+	dir := r.dir(t)
 	return dir, readRunMetadata(t, dir)
 }
 
@@ -411,7 +454,7 @@ func cfRefused(t *testing.T, b backendUnderTest, r refusal) {
 // (docs/commands.md), writes its record with that code, and leaves
 // nothing.
 func cfInterrupted(t *testing.T, b backendUnderTest) {
-	r := cfSleeper(t, b)
+	r := cfSleeper(t, b, "")
 	if left := b.leftovers(t, r.id); len(left) != b.objects {
 		t.Errorf("while the workload runs: %v, want %d objects (the check after SIGINT would prove nothing)", left, b.objects)
 	}
@@ -553,8 +596,10 @@ func cfKeep(t *testing.T, b backendUnderTest) {
 func cfGCAfterKill(t *testing.T, b backendUnderTest) {
 	// The live run first: a run's start removes dead runs' objects, so
 	// it must not start after the kill.
-	live := cfSleeper(t, b)
-	dead := cfSleeper(t, b)
+	// Both in one runs directory, so gc sees the live run's output
+	// mounts too.
+	live := cfSleeper(t, b, "")
+	dead := cfSleeper(t, b, live.runsDir)
 	if err := dead.Cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
@@ -564,13 +609,22 @@ func cfGCAfterKill(t *testing.T, b backendUnderTest) {
 		t.Fatalf("after SIGKILL: the dead run left %v, the live one has %v; want %d objects each (the test would prove nothing)",
 			left, liveObjects, b.objects)
 	}
-	deadDir, _ := dead.runDir(t)
+	// On this host too: the output mounts of each run's directory.
+	deadDir, liveDir := dead.dir(t), live.dir(t)
+	deadMounts, liveMounts := cfMounts(t, deadDir), cfMounts(t, liveDir)
+	t.Logf("before gc: the dead run's mounts %v, the live run's %v", deadMounts, liveMounts)
 	if out := cfGC(t, b, dead); !strings.Contains(out, "(run "+filepath.Base(deadDir)) {
 		t.Errorf("gc's output names nothing of the dead run %s:\n%s", filepath.Base(deadDir), out)
 	}
 	dead.nothingLeft(t, b)
 	if left := b.leftovers(t, live.id); !slices.Equal(left, liveObjects) {
 		t.Errorf("gc changed the live run's objects: %v, then %v", liveObjects, left)
+	}
+	if left := cfMounts(t, deadDir); len(left) > 0 {
+		t.Errorf("gc left the dead run's mounts %v", left)
+	}
+	if got := cfMounts(t, liveDir); !slices.Equal(got, liveMounts) {
+		t.Errorf("gc changed the live run's mounts: %v, then %v", liveMounts, got)
 	}
 	if err := live.Cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -601,4 +655,22 @@ func cfGC(t *testing.T, b backendUnderTest, r *cfRun) string {
 			t.Fatalf("gc exited %d: %s", code, gc.Stderr.String())
 		}
 	}
+}
+
+// cfMounts lists the mount points below dir (from this process's
+// mountinfo), sorted.
+func cfMounts(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(f[4], dir+"/") {
+			out = append(out, f[4])
+		}
+	}
+	slices.Sort(out)
+	return out
 }
