@@ -40,9 +40,6 @@ type backendUnderTest struct {
 	// flags select the backend on run, doctor and test-sandbox; gcFlags
 	// on gc.
 	flags, gcFlags []string
-	// env is added to every command's environment (the CLI's own adds
-	// the test's labels, NewCLI).
-	env []string
 	// leftovers lists what runs labelled mcpsidecar.e2e=id left on the
 	// backend, one "kind name" entry each, sorted.
 	leftovers func(t *testing.T, id string) []string
@@ -91,11 +88,14 @@ var cfRecord = []string{
 	"gateway-harden-report.json", "sidecar-harden-report.json", "agent-harden-report.json",
 }
 
-// conformanceScenarios are the scenarios, in the order they run.
-var conformanceScenarios = []struct {
+// cfScenario is one scenario of the suite.
+type cfScenario struct {
 	name string
 	run  func(t *testing.T, b backendUnderTest)
-}{
+}
+
+// conformanceScenarios are the scenarios, in the order they run.
+var conformanceScenarios = []cfScenario{
 	{"doctor", cfDoctor},
 	{"interrupted", cfInterrupted},
 	{"timeout", cfTimeout},
@@ -106,6 +106,11 @@ var conformanceScenarios = []struct {
 
 // runConformance runs every scenario against b.
 func runConformance(t *testing.T, b backendUnderTest) {
+	for name := range b.refuses {
+		if !slices.ContainsFunc(conformanceScenarios, func(s cfScenario) bool { return s.name == name }) {
+			t.Errorf("%s refuses %q, which is no scenario of the suite: fix the suite's data", b.name, name)
+		}
+	}
 	for _, s := range conformanceScenarios {
 		t.Run(s.name, func(t *testing.T) {
 			start := time.Now()
@@ -146,7 +151,7 @@ func cfCommandIn(t *testing.T, b backendUnderTest, runsDir, command string, args
 	// The test binary: the workload and the gateway are replaced in
 	// some scenarios, and every scenario runs the same binary.
 	BinaryWithTestCommands(t)
-	c := NewCLI(t, id, b.env, append(full, args...)...)
+	c := NewCLI(t, id, nil, append(full, args...)...)
 	before := map[string]bool{}
 	entries, _ := os.ReadDir(runsDir) // none yet is fine
 	for _, e := range entries {
@@ -644,7 +649,7 @@ func cfGC(t *testing.T, b backendUnderTest, r *cfRun) string {
 	t.Helper()
 	var out strings.Builder
 	for attempt := 1; ; attempt++ {
-		gc := NewCLI(t, r.id, b.env, append(append([]string{"gc"}, b.gcFlags...), "--runs-dir", r.runsDir)...)
+		gc := NewCLI(t, r.id, nil, append(append([]string{"gc"}, b.gcFlags...), "--runs-dir", r.runsDir)...)
 		code := exitCode(t, gc.Cmd.Run())
 		out.WriteString(gc.Stdout.String())
 		t.Logf("gc (attempt %d) exited %d:\n%s%s", attempt, code, gc.Stdout.String(), gc.Stderr.String())
