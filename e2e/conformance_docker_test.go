@@ -14,6 +14,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 )
 
 // dockerUnderTest is the Docker backend: a run is three containers and
@@ -21,33 +23,22 @@ import (
 // by the test's label.
 func dockerUnderTest() backendUnderTest {
 	return backendUnderTest{
-		name:      "docker",
-		leftovers: dockerLeftovers,
-		cleanup:   func(t *testing.T, id string) { CleanupLabelled(t, "mcpsidecar.e2e="+id) },
-		running:   regexp.MustCompile(`(?m)^\[agent\s*\]`),
-		objects:   5,
-		startWait: 3 * time.Minute,
-		endWait:   time.Minute,
-		phases:    []string{"spec", "preflight", "image", "run-dir", "networks", "gateway", "sidecar", "agent", "wait", "collect", "teardown"},
-		// Each role's output directory is a directory of the run
-		// directory, bind-mounted into its container; what the role
-		// wrote stays there beside the collected copies.
-		recordOnly: map[string]string{
-			"agent/harden-report.json":             dockerOutputMount,
-			"gateway/harden-report.json":           dockerOutputMount,
-			"gateway/egress-counts.json":           dockerOutputMount,
-			"gateway/egress-decisions.jsonl":       dockerOutputMount,
-			"sidecar/harden-report.json":           dockerOutputMount,
-			"sidecar/mcp-sidecar-tool-calls.jsonl": dockerOutputMount,
-		},
-		recordLacks:  map[string]string{},
-		gatewayError: []string{"starting the gateway", "exited with code 2 before it was ready"},
+		name:        "docker",
+		leftovers:   dockerLeftovers,
+		cleanup:     func(t *testing.T, id string) { CleanupLabelled(t, "mcpsidecar.e2e="+id) },
+		running:     regexp.MustCompile(`(?m)^\[agent\s*\]`),
+		objects:     5,
+		startWait:   3 * time.Minute,
+		endWait:     time.Minute,
+		phases:      []string{"spec", "preflight", "image", "run-dir", "networks", "gateway", "sidecar", "agent", "wait", "collect", "teardown"},
+		recordOnly:  map[string]string{},
+		recordLacks: map[string]string{},
+		gatewayFails: startFailure{code: exitcode.Runtime, says: []string{"starting the gateway", "exited with code 2 before it was ready"},
+			showsOutput: true},
+		// Killed at the timeout: 128+SIGKILL.
+		timedOutExit: "137",
 	}
 }
-
-// dockerOutputMount is why the Docker run directory holds each role's
-// own files too.
-const dockerOutputMount = "the role's output directory is a host directory of the run, bind-mounted; on Kubernetes it is the pod's volume, read through the API"
 
 // dockerLeftovers lists the containers, networks and volumes labelled
 // mcpsidecar.e2e=id.

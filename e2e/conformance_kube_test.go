@@ -26,6 +26,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 )
 
 // kubeUnderTest is the Kubernetes backend on the test cluster.
@@ -76,6 +78,18 @@ func kubeUnderTest(t *testing.T) backendUnderTest {
 		phases:      []string{"spec", "preflight", "image", "run-dir", "kube-image", "pods", "wait", "collect", "teardown"},
 		recordOnly:  map[string]string{},
 		recordLacks: map[string]string{},
+		// The gateway's pod stays Running when its main container exits
+		// (the holder container keeps it), and kube.Client.WaitReady
+		// fails at once only for a pod that ended: the exit is seen at
+		// --ready-timeout, as a pod not ready, with the container's
+		// exit code but not its output; kubebackend's Apply returns
+		// every failure of the pods phase as exit code 5 (environment
+		// unavailable), where docs/commands.md says 1 (runtime error)
+		// and the Docker backend exits 1.
+		gatewayFails: startFailure{code: exitcode.Unavailable, says: []string{"/gateway not ready after 1m0s", "container main exited 2"}},
+		// The workload is stopped with its namespace; its exit code is
+		// never read.
+		timedOutExit: "none",
 		refuses: map[string]refusal{
 			"keep": {reason: "a kept run's namespace is not supported yet (docs/kubernetes.md, \"Not done yet\")",
 				args: []string{"--keep"}, message: "--keep is not supported with --backend kubernetes yet"},

@@ -60,9 +60,12 @@ type backendUnderTest struct {
 	// backend writes, each with why; recordLacks the common ones it does
 	// not write.
 	recordOnly, recordLacks map[string]string
-	// gatewayError is what the error of a run whose gateway cannot start
-	// says on this backend, beside the role's name.
-	gatewayError []string
+	// gatewayFails is how a run whose gateway exits at start fails on
+	// this backend.
+	gatewayFails startFailure
+	// timedOutExit is the workload's exit code in the record of a run
+	// past its --timeout ("none": not recorded).
+	timedOutExit string
 	// refuses are the scenarios this backend cannot express: the command
 	// is refused, and the scenario checks that refusal instead.
 	refuses map[string]refusal
@@ -77,6 +80,15 @@ type refusal struct {
 	message string
 }
 
+// startFailure is how a run whose gateway exits at start (an unknown
+// flag) fails: its exit code, what its error line says beside the
+// role's name, and whether the gateway's own complaint is shown.
+type startFailure struct {
+	code        int
+	says        []string
+	showsOutput bool
+}
+
 // cfRecord is the set of files (relative paths) of a doctor run
 // directory, on every backend, before each backend's own differences.
 var cfRecord = []string{
@@ -86,7 +98,17 @@ var cfRecord = []string{
 	"run-metadata.json", "sandbox-spec.json", "seccomp-profile.json", "squid.conf", "stderr.txt", "stdout.txt",
 	"timeline.jsonl", "report.html", "egress-counts.json",
 	"gateway-harden-report.json", "sidecar-harden-report.json", "agent-harden-report.json",
+	// Each role's output directory: on Docker bind-mounted into its
+	// container, on Kubernetes filled from the pod's volume through the
+	// API (kubebackend's readOutput), before the files are collected.
+	"agent/harden-report.json", "gateway/harden-report.json", "gateway/egress-counts.json",
+	"gateway/egress-decisions.jsonl", "sidecar/harden-report.json", "sidecar/mcp-sidecar-tool-calls.jsonl",
 }
+
+// cfMayBeEmpty are the record files of doctor that may be empty: the
+// sidecar prints nothing on stdout, and doctor's check prints only on
+// stdout. Every other file has content.
+var cfMayBeEmpty = []string{"mcp-sidecar-stdout.txt", "stderr.txt"}
 
 // cfScenario is one scenario of the suite.
 type cfScenario struct {
@@ -302,9 +324,16 @@ func cfCheckRecordFiles(t *testing.T, b backendUnderTest, dir string) {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, path)
-		got[filepath.ToSlash(rel)] = true
+		rel = filepath.ToSlash(rel)
+		got[rel] = true
 		if !d.Type().IsRegular() {
 			t.Errorf("%s is %s, not a regular file", rel, d.Type())
+			return nil
+		}
+		if info, err := d.Info(); err != nil {
+			return err
+		} else if info.Size() == 0 && !slices.Contains(cfMayBeEmpty, rel) {
+			t.Errorf("%s: %s is empty", b.name, rel)
 		}
 		return nil
 	})
@@ -501,8 +530,8 @@ func cfTimeout(t *testing.T, b backendUnderTest) {
 	for _, c := range m.Containers {
 		if c.Role == "agent" {
 			found = true
-			if !c.TimedOut {
-				t.Errorf("the agent is not recorded as timed out: %+v", c)
+			if !c.TimedOut || fmtExit(c.ExitCode) != b.timedOutExit {
+				t.Errorf("the agent's record: timed_out %v, exit code %s; want timed out, exit code %s", c.TimedOut, fmtExit(c.ExitCode), b.timedOutExit)
 			}
 		}
 	}
@@ -515,28 +544,28 @@ func cfTimeout(t *testing.T, b backendUnderTest) {
 }
 
 // cfGatewayFails: a gateway that exits at start (an unknown flag) fails
-// the run with 1, an error naming the gateway, a failed phase in the
-// record, no workload run, and nothing left.
+// the run with the backend's exit code, an error naming the gateway, a
+// failed phase in the record, no workload run, and nothing left.
 func cfGatewayFails(t *testing.T, b backendUnderTest) {
 	r := cfCommand(t, b, "doctor", "--x-gateway-cmd", "gateway,--no-such-flag", "--ready-timeout", "60s")
+	want := b.gatewayFails
 	code := r.run(t)
-	if code != exitcode.Runtime {
-		t.Errorf("exit code %d, want %d", code, exitcode.Runtime)
+	if code != want.code {
+		t.Errorf("exit code %d, want %d", code, want.code)
 	}
 	errLine := cfErrorLine(r.Stderr.String())
-	for _, want := range append([]string{"gateway"}, b.gatewayError...) {
-		if !strings.Contains(errLine, want) {
-			t.Errorf("the error %q does not say %q; stderr:\n%s", errLine, want, r.Stderr.String())
+	for _, s := range append([]string{"gateway"}, want.says...) {
+		if !strings.Contains(errLine, s) {
+			t.Errorf("the error %q does not say %q; stderr:\n%s", errLine, s, r.Stderr.String())
 		}
 	}
-	// The gateway's own complaint reaches the user.
-	if !strings.Contains(r.Stderr.String(), "unknown flag: --no-such-flag") {
-		t.Errorf("stderr does not show why the gateway exited (its \"unknown flag: --no-such-flag\"):\n%s", r.Stderr.String())
+	if shown := strings.Contains(r.Stderr.String(), "unknown flag: --no-such-flag"); shown != want.showsOutput {
+		t.Errorf("the gateway's own complaint (\"unknown flag: --no-such-flag\") on stderr: %v, want %v:\n%s", shown, want.showsOutput, r.Stderr.String())
 	}
 	r.nothingLeft(t, b)
 	_, m := r.runDir(t)
-	if m.ExitCode != exitcode.Runtime || m.Verdict.OK {
-		t.Errorf("run-metadata.json: exit_code %d verdict ok %v, want %d and not ok", m.ExitCode, m.Verdict.OK, exitcode.Runtime)
+	if m.ExitCode != want.code || m.Verdict.OK {
+		t.Errorf("run-metadata.json: exit_code %d verdict ok %v, want %d and not ok", m.ExitCode, m.Verdict.OK, want.code)
 	}
 	failed := slices.IndexFunc(m.Phases, func(p runs.Phase) bool { return !p.OK })
 	if failed < 0 {
