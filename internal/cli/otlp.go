@@ -73,22 +73,23 @@ func exportAfterRun(ctx context.Context, w io.Writer, f otlpFlags, runDir string
 	} else if !quiet {
 		fmt.Fprintf(w, "exported the run as OpenTelemetry trace %s (%d spans, %d of them during the run)\n", st.TraceID, st.Spans, st.Live)
 	}
-	forwardAgentTelemetry(ctx, w, runDir, f.target(), quiet)
+	forwardAgentTelemetry(ctx, w, runDir, f.target(), quiet, live.relayed(ctx, runDir))
 }
 
 // forwardAgentTelemetry sends what the gateway relayed of the agent's own
-// telemetry (agent_telemetry), within ctx; a failure is a warning.
-func forwardAgentTelemetry(ctx context.Context, w io.Writer, runDir string, t otelexport.Target, quiet bool) {
-	st, err := otelexport.ForwardAgentTelemetry(ctx, runDir, t, os.Getenv)
+// telemetry (agent_telemetry), within ctx, but the spool lines skip says
+// were sent during the run; a failure is a warning.
+func forwardAgentTelemetry(ctx context.Context, w io.Writer, runDir string, t otelexport.Target, quiet bool, skip func(int) bool) {
+	st, err := otelexport.ForwardAgentTelemetry(ctx, runDir, t, os.Getenv, skip)
 	if err != nil {
-		fmt.Fprintf(w, "warning: OpenTelemetry export of the agent's own telemetry: %v (%d of %d requests sent)\n", err, st.Sent, st.Requests)
+		fmt.Fprintf(w, "warning: OpenTelemetry export of the agent's own telemetry: %v (%d of %d requests sent, %d of them during the run)\n", err, st.Sent+st.Live, st.Requests, st.Live)
 		return
 	}
 	for _, s := range st.Skipped {
 		fmt.Fprintf(w, "warning: the agent's own telemetry, %s: not sent\n", s)
 	}
 	if st.Requests > 0 && !quiet {
-		fmt.Fprintf(w, "sent the agent's own telemetry: %d requests (%d items) relayed by the gateway\n", st.Sent, st.Items)
+		fmt.Fprintf(w, "sent the agent's own telemetry: %d requests (%d items) relayed by the gateway, %d requests during the run\n", st.Sent+st.Live, st.Items, st.Live)
 	}
 }
 
@@ -129,7 +130,7 @@ RUN is a run id, a unique prefix of one, or a run directory path.`,
 				return fmt.Errorf("exporting %s: %w", path, err)
 			}
 			fmt.Fprintf(s.Out, "trace %s: %d spans\n", st.TraceID, st.Spans)
-			forwardAgentTelemetry(ctx, s.Err, path, f.target(), false)
+			forwardAgentTelemetry(ctx, s.Err, path, f.target(), false, nil)
 			return nil
 		},
 		ValidArgsFunction: completeRunIDs(dir, 1),

@@ -25,6 +25,9 @@ type Line struct {
 
 // Lines cuts a [Source] into lines.
 type Lines struct {
+	// Max bounds one line (0: [timeline.MaxLineBytes], the bound of the
+	// logs the timeline reads); a longer one is skipped as a problem.
+	Max      int
 	src      Source
 	n        int
 	partial  []byte
@@ -62,6 +65,13 @@ func (l *Lines) Poll(final bool, fn func(Line)) {
 	}
 }
 
+func (l *Lines) max() int {
+	if l.Max > 0 {
+		return l.Max
+	}
+	return timeline.MaxLineBytes
+}
+
 func (l *Lines) problem(n int, msg string) Line {
 	return Line{Source: l.src.Name(), N: n, Problem: msg}
 }
@@ -73,7 +83,7 @@ func (l *Lines) feed(data []byte, fn func(Line)) {
 		if i < 0 {
 			if !l.skipping {
 				l.partial = append(l.partial, data...)
-				if len(l.partial) > timeline.MaxLineBytes {
+				if len(l.partial) > l.max() {
 					l.partial, l.skipping = nil, true
 				}
 			}
@@ -82,9 +92,9 @@ func (l *Lines) feed(data []byte, fn func(Line)) {
 		chunk := data[:i]
 		data = data[i+1:]
 		l.n++
-		if l.skipping || len(l.partial)+len(chunk) > timeline.MaxLineBytes {
+		if l.skipping || len(l.partial)+len(chunk) > l.max() {
 			l.partial, l.skipping = nil, false
-			fn(l.problem(l.n, fmt.Sprintf("line longer than %d bytes skipped", timeline.MaxLineBytes)))
+			fn(l.problem(l.n, fmt.Sprintf("line longer than %d bytes skipped", l.max())))
 			continue
 		}
 		line := bytes.TrimSpace(append(l.partial, chunk...))
@@ -104,7 +114,7 @@ func (l *Lines) endTorn(fn func(Line)) {
 	}
 	l.n++
 	if l.skipping {
-		fn(l.problem(l.n, fmt.Sprintf("torn last line longer than %d bytes skipped", timeline.MaxLineBytes)))
+		fn(l.problem(l.n, fmt.Sprintf("torn last line longer than %d bytes skipped", l.max())))
 	} else {
 		fn(Line{Source: l.src.Name(), N: l.n, Data: bytes.TrimSpace(l.partial), Final: true})
 	}

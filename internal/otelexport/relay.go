@@ -31,7 +31,9 @@ import (
 type RelayStats struct {
 	// Requests is how many the record holds; Sent, how many the
 	// collector took; Items, the spans, metrics and log records of those.
-	Requests, Sent, Items int
+	// Live is how many were sent during the run ([LiveRelay]) and not
+	// again (not in Sent).
+	Requests, Sent, Items, Live int
 	// Skipped are requests not sent, with why (metrics and logs to a
 	// gRPC collector or to a file).
 	Skipped []string
@@ -43,13 +45,16 @@ const maxRelayLine = 16 * egress.DefaultRelayMaxBody
 
 // ForwardAgentTelemetry sends the agent's own telemetry, which the
 // gateway relayed into the run directory (runs.FileAgentTelemetry,
-// collected and redacted like every artifact), to the collector t names:
+// collected and redacted like every artifact), to the collector t names
+// (or, with t.File, writes it as OTLP/JSON):
 // traces through the OpenTelemetry SDK's OTLP client (HTTP or gRPC, and
 // the OTEL_EXPORTER_OTLP_* variables it reads), metrics and logs over
 // OTLP/HTTP protobuf with OTEL_EXPORTER_OTLP_HEADERS. ctx bounds it all: a
 // collector that never answers costs at most ctx's time. A run without
-// the file sends nothing and is no error.
-func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv func(string) string) (RelayStats, error) {
+// the file sends nothing and is no error. skip (nil: none) names the
+// lines the collector took during the run ([LiveRelay.Finish]), which are
+// not sent again.
+func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv func(string) string, skip func(line int) bool) (RelayStats, error) {
 	var st RelayStats
 	f, err := os.OpenFile(filepath.Join(runDir, runs.FileAgentTelemetry), os.O_RDONLY|runs.NoFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -63,7 +68,7 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 	if err != nil {
 		return st, err
 	}
-	defer fw.traces.Stop(context.WithoutCancel(ctx))
+	defer fw.stop(context.WithoutCancel(ctx))
 	sc := bufio.NewScanner(io.LimitReader(f, runs.MaxCopyBytes))
 	sc.Buffer(make([]byte, 64<<10), maxRelayLine)
 	var errs []error
@@ -72,12 +77,17 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 			continue
 		}
 		st.Requests++
-		items, skip, err := fw.send(ctx, sc.Bytes())
+		if skip != nil && skip(n) {
+			st.Live++
+			st.Items += itemsOf(sc.Bytes())
+			continue
+		}
+		items, why, err := fw.send(ctx, sc.Bytes())
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s line %d: %w", runs.FileAgentTelemetry, n, err))
-		case skip != "":
-			st.Skipped = append(st.Skipped, fmt.Sprintf("line %d: %s", n, skip))
+		case why != "":
+			st.Skipped = append(st.Skipped, fmt.Sprintf("line %d: %s", n, why))
 		default:
 			st.Sent++
 			st.Items += items
@@ -90,6 +100,16 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 		errs = append(errs, fmt.Errorf("reading %s: %w", runs.FileAgentTelemetry, err))
 	}
 	return st, errors.Join(errs...)
+}
+
+// itemsOf is the item count the gateway wrote on a spool line (0 when it
+// does not read).
+func itemsOf(line []byte) int {
+	var rl struct {
+		Items int `json:"items"`
+	}
+	json.Unmarshal(line, &rl)
+	return rl.Items
 }
 
 // forwarder sends one spool line at a time.
@@ -123,6 +143,11 @@ func newForwarder(ctx context.Context, t Target, getenv func(string) string) (*f
 		return nil, fmt.Errorf("starting the OTLP client: %w", err)
 	}
 	return fw, nil
+}
+
+// stop ends the clients' connections.
+func (fw *forwarder) stop(ctx context.Context) {
+	fw.traces.Stop(ctx)
 }
 
 // protocol is t's OTLP protocol, or the standard variables', else
