@@ -19,12 +19,14 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -34,8 +36,11 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// relaySpan is one span a receiver got.
-type relaySpan struct{ trace, id, parent, name string }
+// relaySpan is one span a receiver got, and when.
+type relaySpan struct {
+	trace, id, parent, name string
+	at                      time.Time
+}
 
 // spanReceiver is a loopback OTLP/HTTP traces receiver keeping every span.
 type spanReceiver struct {
@@ -50,11 +55,12 @@ func (o *spanReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not an ExportTraceServiceRequest on /v1/traces", http.StatusBadRequest)
 		return
 	}
+	now := time.Now()
 	o.mu.Lock()
 	for _, rs := range req.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
-				o.spans = append(o.spans, relaySpan{hex.EncodeToString(sp.TraceId), hex.EncodeToString(sp.SpanId), hex.EncodeToString(sp.ParentSpanId), sp.Name})
+				o.spans = append(o.spans, relaySpan{hex.EncodeToString(sp.TraceId), hex.EncodeToString(sp.SpanId), hex.EncodeToString(sp.ParentSpanId), sp.Name, now})
 			}
 		}
 	}
@@ -83,9 +89,9 @@ type relayRun struct {
 	decisions           []map[string]any
 }
 
-// relayRunSpec runs x-otlp (3 spans, one request each) under spec,
-// exporting to the collector at otlp.
-func relayRunSpec(t *testing.T, bin, dir, spec, otlp string) relayRun {
+// relayRunSpec runs workload (x-otlp and its flags, comma-separated)
+// under spec, exporting to the collector at otlp.
+func relayRunSpec(t *testing.T, bin, dir, spec, workload, otlp string) relayRun {
 	t.Helper()
 	id := RandHex(6)
 	runsDir := filepath.Join(dir, "runs-"+id)
@@ -96,7 +102,7 @@ func relayRunSpec(t *testing.T, bin, dir, spec, otlp string) relayRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--spec", specFile, "--runs-dir", runsDir, "--allow-old-engine", "--timeout", "90s",
-		"--x-workload-cmd", "x-otlp,--spans,3", "--otlp-endpoint", "http://"+otlp)
+		"--x-workload-cmd", workload, "--otlp-endpoint", "http://"+otlp)
 	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -121,6 +127,8 @@ func relayRunSpec(t *testing.T, bin, dir, spec, otlp string) relayRun {
 	return r
 }
 
+const relaySpec = "schema_version = 1\ncapabilities = [\"network\"]\nagent_telemetry = true\n"
+
 func TestAgentTelemetryRelay(t *testing.T) {
 	NeedDocker(t)
 	bin := BinaryWithTestCommands(t)
@@ -132,7 +140,7 @@ func TestAgentTelemetryRelay(t *testing.T) {
 	t.Cleanup(func() { agRemoveRunImages(dir) })
 
 	t.Run("asked", func(t *testing.T) {
-		r := relayRunSpec(t, bin, dir, "schema_version = 1\ncapabilities = [\"network\"]\nagent_telemetry = true\n", otlp)
+		r := relayRunSpec(t, bin, dir, relaySpec, "x-otlp,--spans,3", otlp)
 		if !strings.Contains(r.stdout, "x-otlp: 3 spans sent") {
 			t.Fatalf("the workload did not send its spans (run: %v)\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
 		}
@@ -149,7 +157,7 @@ func TestAgentTelemetryRelay(t *testing.T) {
 		if err != nil || strings.Count(string(spool), "\n") != 3 {
 			t.Errorf("agent-telemetry.jsonl: %v, %d lines, want 3", err, strings.Count(string(spool), "\n"))
 		}
-		if !strings.Contains(r.stderr, "sent the agent's own telemetry: 3 requests (3 items)") {
+		if !strings.Contains(r.stderr, "sent the agent's own telemetry: 3 requests (3 items) relayed by the gateway") {
 			t.Errorf("the host did not say it sent the relayed telemetry:\n%s", r.stderr)
 		}
 		m := exportedTrace.FindStringSubmatch(r.stderr)
@@ -175,9 +183,14 @@ func TestAgentTelemetryRelay(t *testing.T) {
 		t.Logf("trace %s: %d spans received; the run's exit: %v", m[1], len(spans), r.err)
 	})
 
+	t.Run("live", func(t *testing.T) {
+		r := relayRunSpec(t, bin, dir, relaySpec, fmt.Sprintf("x-otlp,--spans,%d,--every,%s", relayLive, relayEvery), otlp)
+		liveRelay(t, r, rcv)
+	})
+
 	t.Run("not asked", func(t *testing.T) {
 		spec := "schema_version = 1\ncapabilities = [\"network\"]\n\n[[environment_variables]]\nname = \"OTEL_EXPORTER_OTLP_ENDPOINT\"\nvalue = \"http://egress-gateway:4318\"\n"
-		r := relayRunSpec(t, bin, dir, spec, otlp)
+		r := relayRunSpec(t, bin, dir, spec, "x-otlp,--spans,3", otlp)
 		if strings.Contains(r.stdout, "spans sent") {
 			t.Errorf("the workload's export succeeded without agent_telemetry:\n%s", r.stdout)
 		}
@@ -213,4 +226,67 @@ func TestAgentTelemetryRelay(t *testing.T) {
 			}
 		}
 	})
+}
+
+// relayLive is how many spans the "live" run sends, one request each,
+// one every relayEvery.
+const (
+	relayLive  = 50
+	relayEvery = "100ms"
+)
+
+// liveRelay checks the "live" run: each of the workload's spans reaches
+// the receiver once, and some before the workload sent its last one (so
+// while the run went, not at its end). It logs the delay from each
+// payload's decision line to the receiver getting it.
+func liveRelay(t *testing.T, r relayRun, rcv *spanReceiver) {
+	t.Helper()
+	if !strings.Contains(r.stdout, fmt.Sprintf("x-otlp: %d spans sent", relayLive)) {
+		t.Fatalf("the workload did not send its spans (run: %v)\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	var decided []time.Time
+	for _, d := range r.decisions {
+		if d["rule"] == "agent_telemetry relay" && d["decision"] == "allow" {
+			at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(d["time"]))
+			if err != nil {
+				t.Fatalf("relay decision time %v: %v", d["time"], err)
+			}
+			decided = append(decided, at)
+		}
+	}
+	if len(decided) != relayLive {
+		t.Fatalf("%d relay decision lines, want %d", len(decided), relayLive)
+	}
+	m := exportedTrace.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("the run did not say it exported:\n%s", r.stderr)
+	}
+	got := map[string][]time.Time{}
+	for _, sp := range rcv.of(m[1]) {
+		got[sp.name] = append(got[sp.name], sp.at)
+	}
+	var delays []time.Duration
+	early := 0
+	for i := range relayLive {
+		name := fmt.Sprintf("agent step %d", i)
+		if len(got[name]) != 1 {
+			t.Errorf("%q reached the receiver %d times, want once", name, len(got[name]))
+			continue
+		}
+		if got[name][0].Before(decided[relayLive-1]) {
+			early++
+		}
+		delays = append(delays, got[name][0].Sub(decided[i]))
+	}
+	if early == 0 {
+		t.Errorf("none of the workload's spans reached the receiver before its last request was decided (%v): sent at the end only", decided[relayLive-1])
+	}
+	if !strings.Contains(r.stderr, fmt.Sprintf("sent the agent's own telemetry: %d requests (%d items)", relayLive, relayLive)) || strings.Contains(r.stderr, "0 requests during the run") {
+		t.Errorf("the host did not say it sent the relayed telemetry during the run:\n%s", r.stderr)
+	}
+	slices.Sort(delays)
+	if len(delays) > 0 {
+		t.Logf("relayed payloads: %d; %d reached the receiver before the last was decided; delay from decision line to receiver: median %v, max %v",
+			len(delays), early, delays[len(delays)/2], delays[len(delays)-1])
+	}
 }
