@@ -34,9 +34,6 @@ type RelayStats struct {
 	// Live is how many were sent during the run ([LiveRelay]) and not
 	// again (not in Sent).
 	Requests, Sent, Items, Live int
-	// Skipped are requests not sent, with why (metrics and logs to a
-	// gRPC collector or to a file).
-	Skipped []string
 }
 
 // maxRelayLine bounds one line of the spool as read back: a payload of
@@ -82,12 +79,10 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 			st.Items += itemsOf(sc.Bytes())
 			continue
 		}
-		items, why, err := fw.send(ctx, sc.Bytes())
+		items, err := fw.send(ctx, sc.Bytes())
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s line %d: %w", runs.FileAgentTelemetry, n, err))
-		case why != "":
-			st.Skipped = append(st.Skipped, fmt.Sprintf("line %d: %s", n, why))
 		default:
 			st.Sent++
 			st.Items += items
@@ -119,13 +114,16 @@ type forwarder struct {
 	getenv func(string) string
 	traces otlptrace.Client
 	hc     *http.Client
+	file   *fileClient // with t.File: metrics and logs are written here too
+	grpc   grpcConns   // with gRPC: metrics' and logs' connections (relay_grpc.go)
 }
 
 func newForwarder(ctx context.Context, t Target, getenv func(string) string) (*forwarder, error) {
 	fw := &forwarder{t: t, proto: protocol(t, getenv), getenv: getenv, hc: &http.Client{}}
 	switch {
 	case t.File != "":
-		fw.traces = &fileClient{path: t.File + ".agent"}
+		fw.file = &fileClient{path: AgentFile(t.File)}
+		fw.traces = fw.file
 	case fw.proto == ProtocolGRPC:
 		var opts []otlptracegrpc.Option
 		if t.Endpoint != "" {
@@ -148,7 +146,13 @@ func newForwarder(ctx context.Context, t Target, getenv func(string) string) (*f
 // stop ends the clients' connections.
 func (fw *forwarder) stop(ctx context.Context) {
 	fw.traces.Stop(ctx)
+	fw.grpc.close()
 }
+
+// AgentFile is where, with --otlp-file FILE, the agent's relayed
+// telemetry is written: FILE.agent, one TracesData, MetricsData or
+// LogsData a line, as OTLP/JSON.
+func AgentFile(file string) string { return file + ".agent" }
 
 // protocol is t's OTLP protocol, or the standard variables', else
 // http/protobuf (as [NewExporter]).
@@ -162,28 +166,35 @@ func protocol(t Target, getenv func(string) string) string {
 	return ProtocolHTTP
 }
 
-// send sends one spool line; it returns the items sent, or why the line
-// was skipped.
-func (fw *forwarder) send(ctx context.Context, line []byte) (int, string, error) {
+// send sends one spool line; it returns the items sent.
+func (fw *forwarder) send(ctx context.Context, line []byte) (int, error) {
 	var rl egress.RelayLine
 	if err := json.Unmarshal(line, &rl); err != nil {
-		return 0, "", fmt.Errorf("not a relay line: %w", err)
+		return 0, fmt.Errorf("not a relay line: %w", err)
 	}
 	m, err := otlpwire.Decode(rl.Signal, rl.OTLP, true)
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
 	items := otlpwire.Items(m)
 	if tr, ok := m.(*coltrace.ExportTraceServiceRequest); ok {
 		if err := fw.traces.UploadTraces(ctx, tr.ResourceSpans); err != nil {
-			return 0, "", fmt.Errorf("sending traces: %w", err)
+			return 0, fmt.Errorf("sending traces: %w", err)
 		}
-		return items, "", nil
+		return items, nil
 	}
-	if fw.t.File != "" || fw.proto != ProtocolHTTP {
-		return 0, fmt.Sprintf("%s are sent over OTLP/HTTP protobuf only", rl.Signal), nil
+	switch {
+	case fw.file != nil:
+		err = fw.file.write(otlpwire.Data(m))
+	case fw.proto == ProtocolGRPC:
+		err = fw.sendGRPC(ctx, rl.Signal, m)
+	default:
+		err = fw.post(ctx, rl.Signal, m)
 	}
-	return items, "", fw.post(ctx, rl.Signal, m)
+	if err != nil {
+		return 0, err
+	}
+	return items, nil
 }
 
 // post sends m to the signal's OTLP/HTTP endpoint.

@@ -94,10 +94,10 @@ func (r *LiveRelay) send(ctx context.Context) {
 func (r *LiveRelay) sendOne(ctx context.Context, it relayItem) {
 	ctx, cancel := context.WithTimeout(ctx, liveSendWait)
 	defer cancel()
-	_, why, err := r.fw.send(ctx, it.line)
+	_, err := r.fw.send(ctx, it.line)
 	r.mu.Lock()
 	r.err = err
-	if err == nil && why == "" {
+	if err == nil {
 		r.sent[it.n] = true
 	}
 	r.mu.Unlock()

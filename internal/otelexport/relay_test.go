@@ -19,6 +19,11 @@ import (
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
@@ -329,5 +334,115 @@ func TestLiveRelayCollectorSilent(t *testing.T) {
 	}
 	if skip(1) {
 		t.Error("a line the collector never answered is counted as sent")
+	}
+}
+
+// grpcCollector is the collector's three OTLP gRPC services, keeping
+// what each took and the metadata it came with.
+type grpcCollector struct {
+	coltrace.UnimplementedTraceServiceServer
+	mu       sync.Mutex
+	got      map[string]proto.Message
+	metadata metadata.MD
+}
+
+func (c *grpcCollector) keep(ctx context.Context, sig string, m proto.Message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got[sig] = m
+	c.metadata, _ = metadata.FromIncomingContext(ctx)
+}
+
+func (c *grpcCollector) Export(ctx context.Context, r *coltrace.ExportTraceServiceRequest) (*coltrace.ExportTraceServiceResponse, error) {
+	c.keep(ctx, "traces", r)
+	return &coltrace.ExportTraceServiceResponse{}, nil
+}
+
+type grpcMetrics struct {
+	colmetrics.UnimplementedMetricsServiceServer
+	c *grpcCollector
+}
+
+func (s grpcMetrics) Export(ctx context.Context, r *colmetrics.ExportMetricsServiceRequest) (*colmetrics.ExportMetricsServiceResponse, error) {
+	s.c.keep(ctx, "metrics", r)
+	return &colmetrics.ExportMetricsServiceResponse{}, nil
+}
+
+type grpcLogs struct {
+	collogs.UnimplementedLogsServiceServer
+	c *grpcCollector
+}
+
+func (s grpcLogs) Export(ctx context.Context, r *collogs.ExportLogsServiceRequest) (*collogs.ExportLogsServiceResponse, error) {
+	s.c.keep(ctx, "logs", r)
+	return &collogs.ExportLogsServiceResponse{}, nil
+}
+
+// TestForwardGRPC: over OTLP/gRPC, relayed metrics and logs reach the
+// collector's metrics and logs services (as traces reach its trace
+// service), with the headers the host set as metadata.
+func TestForwardGRPC(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &grpcCollector{got: map[string]proto.Message{}}
+	srv := grpc.NewServer()
+	coltrace.RegisterTraceServiceServer(srv, c)
+	colmetrics.RegisterMetricsServiceServer(srv, grpcMetrics{c: c})
+	collogs.RegisterLogsServiceServer(srv, grpcLogs{c: c})
+	go srv.Serve(ln)
+	defer srv.Stop()
+	dir := writeSpool(t, spoolLine(otlpwire.Traces, spoolTraces), spoolLine(otlpwire.Metrics, spoolMetrics), spoolLine(otlpwire.Logs, spoolLogs))
+	env := map[string]string{"OTEL_EXPORTER_OTLP_HEADERS": "x-team=blue"}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	st, err := ForwardAgentTelemetry(ctx, dir, Target{Endpoint: "http://" + ln.Addr().String(), Protocol: ProtocolGRPC}, func(k string) string { return env[k] }, nil)
+	if err != nil || st.Sent != 3 || st.Items != 4 {
+		t.Fatalf("got %+v, %v; want 3 requests (4 items) sent", st, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, _ := c.got["metrics"].(*colmetrics.ExportMetricsServiceRequest)
+	if m == nil || m.ResourceMetrics[0].ScopeMetrics[0].Metrics[0].Name != "tokens" {
+		t.Errorf("metrics as received: %v", c.got["metrics"])
+	}
+	l, _ := c.got["logs"].(*collogs.ExportLogsServiceRequest)
+	if l == nil || l.ResourceLogs[0].ScopeLogs[0].LogRecords[0].Body.GetStringValue() != "thinking" {
+		t.Errorf("logs as received: %v", c.got["logs"])
+	}
+	if _, ok := c.got["traces"].(*coltrace.ExportTraceServiceRequest); !ok {
+		t.Error("no traces received")
+	}
+	if got := c.metadata.Get("x-team"); len(got) != 1 || got[0] != "blue" {
+		t.Errorf("metadata x-team %v, want the host's OTEL_EXPORTER_OTLP_HEADERS value", got)
+	}
+}
+
+// TestForwardFile: with a file, the three signals are OTLP/JSON lines of
+// FILE.agent, each the signal's data message, ids in hex.
+func TestForwardFile(t *testing.T) {
+	dir := writeSpool(t, spoolLine(otlpwire.Traces, spoolTraces), spoolLine(otlpwire.Metrics, spoolMetrics), spoolLine(otlpwire.Logs, spoolLogs))
+	file := filepath.Join(t.TempDir(), "run.otlp.json")
+	st, err := ForwardAgentTelemetry(context.Background(), dir, Target{File: file}, func(string) string { return "" }, nil)
+	if err != nil || st.Sent != 3 {
+		t.Fatalf("got %+v, %v; want 3 requests written", st, err)
+	}
+	b, err := os.ReadFile(AgentFile(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("%d lines, want 3:\n%s", len(lines), b)
+	}
+	datas := []proto.Message{&tracepb.TracesData{}, &metricspb.MetricsData{}, &logspb.LogsData{}}
+	for i, m := range datas {
+		if err := otlpwire.UnmarshalJSON([]byte(lines[i]), m); err != nil {
+			t.Errorf("line %d is not %T: %v", i+1, m, err)
+		}
+	}
+	if !strings.Contains(lines[0], `"parentSpanId":"b7ad6b7169203331"`) || !strings.Contains(lines[1], `"resourceMetrics"`) || !strings.Contains(lines[2], `"resourceLogs"`) {
+		t.Errorf("the lines are not the three signals' data, hex ids:\n%s", b)
 	}
 }
