@@ -2,6 +2,7 @@ package follow
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
@@ -19,9 +20,17 @@ type Line struct {
 	// Problem says what is wrong (a torn or overlong line, a record that
 	// was replaced or cannot be read); empty for a line.
 	Problem string
+	// Err is the error of a problem with the whole record: [ErrRestarted],
+	// or the [Source]'s (such as [ErrTooLarge], [ErrNotRegular]); nil for
+	// a line or a problem with one line.
+	Err error
 	// Final marks a last line read without its newline at the run's end.
 	Final bool
 }
+
+// ErrRestarted is the error of a record that was replaced or truncated
+// while it was followed: it is read again from its start.
+var ErrRestarted = errors.New("the record was replaced or truncated during the run; following it from its start")
 
 // Lines cuts a [Source] into lines.
 type Lines struct {
@@ -44,7 +53,7 @@ func NewLines(src Source) *Lines { return &Lines{src: src} }
 func (l *Lines) Poll(final bool, fn func(Line)) {
 	data, restarted, err := l.src.Read(maxReadPerPoll)
 	if restarted {
-		fn(l.problem(0, "the record was replaced or truncated during the run; following it from its start"))
+		fn(l.recordProblem(ErrRestarted))
 		l.n, l.partial, l.skipping = 0, nil, false
 	}
 	if err != nil {
@@ -52,7 +61,7 @@ func (l *Lines) Poll(final bool, fn func(Line)) {
 		// repeat it.
 		if msg := err.Error(); msg != l.failed {
 			l.failed = msg
-			fn(l.problem(0, msg))
+			fn(l.recordProblem(err))
 		}
 	}
 	l.feed(data, fn)
@@ -70,6 +79,10 @@ func (l *Lines) max() int {
 		return l.Max
 	}
 	return timeline.MaxLineBytes
+}
+
+func (l *Lines) recordProblem(err error) Line {
+	return Line{Source: l.src.Name(), Problem: err.Error(), Err: err}
 }
 
 func (l *Lines) problem(n int, msg string) Line {
