@@ -9,7 +9,9 @@ package e2e
 // with agent_telemetry = true, sends them to the gateway's relay; the
 // decision log has a line for each request, the run directory keeps the
 // payloads, and the host sends them to the receiver under the run's
-// trace, beside the run's own spans. Run once more without
+// trace, beside the run's own spans; a workload that keeps sending has
+// its spans at the receiver (and in Jaeger) while the run goes, each
+// once. Run once more without
 // agent_telemetry: the same workload's OTLP is refused and recorded, and
 // nothing of it reaches the receiver.
 
@@ -34,6 +36,8 @@ import (
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/otelexport"
 )
 
 // relaySpan is one span a receiver got, and when.
@@ -188,6 +192,8 @@ func TestAgentTelemetryRelay(t *testing.T) {
 		liveRelay(t, r, rcv)
 	})
 
+	t.Run("live to jaeger", func(t *testing.T) { relayToJaeger(t, bin, dir) })
+
 	t.Run("not asked", func(t *testing.T) {
 		spec := "schema_version = 1\ncapabilities = [\"network\"]\n\n[[environment_variables]]\nname = \"OTEL_EXPORTER_OTLP_ENDPOINT\"\nvalue = \"http://egress-gateway:4318\"\n"
 		r := relayRunSpec(t, bin, dir, spec, "x-otlp,--spans,3", otlp)
@@ -289,4 +295,92 @@ func liveRelay(t *testing.T, r relayRun, rcv *spanReceiver) {
 		t.Logf("relayed payloads: %d; %d reached the receiver before the last was decided; delay from decision line to receiver: median %v, max %v",
 			len(delays), early, delays[len(delays)/2], delays[len(delays)-1])
 	}
+}
+
+// relayToJaeger runs the "live" workload against Jaeger, reading Jaeger
+// while the run goes: a relayed span must be queryable there before the
+// run ends, and after it each of the workload's spans is there once.
+func relayToJaeger(t *testing.T, bin, dir string) {
+	j := startJaeger(t) // otel_test.go
+	id := RandHex(6)
+	runsDir := filepath.Join(dir, "runs-"+id)
+	specFile := filepath.Join(dir, "spec-"+id+".toml")
+	if err := os.WriteFile(specFile, []byte(relaySpec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--spec", specFile, "--runs-dir", runsDir, "--allow-old-engine", "--timeout", "90s",
+		"--x-workload-cmd", fmt.Sprintf("x-otlp,--spans,%d,--every,%s", relayLive, relayEvery), "--otlp-endpoint", "http://"+j.otlpHTTP)
+	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var traceID string
+	var during time.Time // when Jaeger first held a relayed span, the run still going
+	var runErr error
+watch:
+	for {
+		select {
+		case runErr = <-done:
+			break watch
+		case <-time.After(200 * time.Millisecond):
+		}
+		if traceID == "" {
+			if runs, _ := filepath.Glob(filepath.Join(runsDir, "run-*")); len(runs) == 1 {
+				traceID = strings.Split(otelexport.RunTraceParent(filepath.Base(runs[0])), "-")[1]
+			}
+			continue
+		}
+		if during.IsZero() && len(jaegerSteps(j, traceID)) > 0 {
+			during = time.Now()
+		}
+	}
+	if traceID == "" {
+		t.Fatalf("no run directory appeared (run: %v)\nstderr:\n%s", runErr, errb.String())
+	}
+	if during.IsZero() {
+		t.Errorf("no relayed span was in jaeger before the run ended (run: %v)\nstderr:\n%s", runErr, errb.String())
+	}
+	var steps map[string]int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if steps = jaegerSteps(j, traceID); len(steps) == relayLive {
+			break
+		}
+	}
+	for i := range relayLive {
+		if n := steps[fmt.Sprintf("agent step %d", i)]; n != 1 {
+			t.Errorf("agent step %d is in jaeger %d times, want once", i, n)
+		}
+	}
+	t.Logf("trace %s: a relayed span in jaeger during the run (%v); %d of the workload's spans in jaeger after", traceID, !during.IsZero(), len(steps))
+}
+
+// jaegerSteps counts the workload's spans ("agent step N") that Jaeger
+// holds of trace id, by name.
+func jaegerSteps(j jaeger, id string) map[string]int {
+	steps := map[string]int{}
+	r, err := http.Get("http://" + j.query + "/api/traces/" + id)
+	if err != nil {
+		return steps
+	}
+	defer r.Body.Close()
+	var doc struct {
+		Data []struct {
+			Spans []jaegerSpan `json:"spans"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(r.Body).Decode(&doc) != nil || len(doc.Data) != 1 {
+		return steps
+	}
+	for _, sp := range doc.Data[0].Spans {
+		if strings.HasPrefix(sp.OperationName, "agent step ") {
+			steps[sp.OperationName]++
+		}
+	}
+	return steps
 }
