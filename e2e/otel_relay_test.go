@@ -28,6 +28,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -234,6 +235,9 @@ func TestAgentTelemetryRelay(t *testing.T) {
 	})
 }
 
+// sentLine is the host's line saying what it sent of the relayed telemetry.
+var sentLine = regexp.MustCompile(`sent the agent's own telemetry: [^\n]*`)
+
 // relayLive is how many spans the "live" run sends, one request each,
 // one every relayEvery.
 const (
@@ -292,8 +296,8 @@ func liveRelay(t *testing.T, r relayRun, rcv *spanReceiver) {
 	}
 	slices.Sort(delays)
 	if len(delays) > 0 {
-		t.Logf("relayed payloads: %d; %d reached the receiver before the last was decided; delay from decision line to receiver: median %v, max %v",
-			len(delays), early, delays[len(delays)/2], delays[len(delays)-1])
+		t.Logf("relayed payloads: %d; %d reached the receiver before the last was decided; delay from decision line to receiver: median %v, max %v; the host: %q",
+			len(delays), early, delays[len(delays)/2], delays[len(delays)-1], sentLine.FindString(r.stderr))
 	}
 }
 
