@@ -69,7 +69,7 @@ func TestRelayPollSendsTheSpoolRedacted(t *testing.T) {
 	redact := hostSecrets([]string{"OPENAI_API_KEY=" + secret})
 	relayPoll(spool, relay, redact)
 	relayPoll(spool, relay, redact) // nothing new
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		mu.Lock()
 		n := len(names)
 		mu.Unlock()

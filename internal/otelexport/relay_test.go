@@ -264,7 +264,7 @@ func TestLiveRelayThenEndSendsEachOnce(t *testing.T) {
 	r.Add(1, []byte(lines[0]))
 	r.Add(2, []byte(lines[1]))
 	r.Add(1, []byte(lines[0])) // read again: not sent again
-	for deadline := time.Now().Add(5 * time.Second); c.count("traces") < 1 || c.count("metrics") < 1; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); c.count("traces") < 1 || c.count("metrics") < 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("lines handed over during the run did not reach the collector: %v (last error %v)", c.requests, r.Err())
 		}
@@ -329,7 +329,10 @@ func TestLiveRelayCollectorSilent(t *testing.T) {
 	defer cancel()
 	start = time.Now()
 	skip := r.Finish(ctx)
-	if took := time.Since(start); took > bound+500*time.Millisecond {
+	// Under the upload's own bound (liveSendWait, 5 s): Finish did not
+	// wait for the silent collector, only for ctx (slack for a loaded
+	// machine).
+	if took := time.Since(start); took > bound+2*time.Second {
 		t.Errorf("Finish took %v with a bound of %v", took, bound)
 	}
 	if skip(1) {
