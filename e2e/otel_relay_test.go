@@ -9,7 +9,9 @@ package e2e
 // with agent_telemetry = true, sends them to the gateway's relay; the
 // decision log has a line for each request, the run directory keeps the
 // payloads, and the host sends them to the receiver under the run's
-// trace, beside the run's own spans. Run once more without
+// trace, beside the run's own spans; a workload that keeps sending has
+// its spans at the receiver (and in Jaeger) while the run goes, each
+// once. Run once more without
 // agent_telemetry: the same workload's OTLP is refused and recorded, and
 // nothing of it reaches the receiver.
 
@@ -19,12 +21,15 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -32,10 +37,15 @@ import (
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/otelexport"
 )
 
-// relaySpan is one span a receiver got.
-type relaySpan struct{ trace, id, parent, name string }
+// relaySpan is one span a receiver got, and when.
+type relaySpan struct {
+	trace, id, parent, name string
+	at                      time.Time
+}
 
 // spanReceiver is a loopback OTLP/HTTP traces receiver keeping every span.
 type spanReceiver struct {
@@ -50,11 +60,12 @@ func (o *spanReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not an ExportTraceServiceRequest on /v1/traces", http.StatusBadRequest)
 		return
 	}
+	now := time.Now()
 	o.mu.Lock()
 	for _, rs := range req.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
-				o.spans = append(o.spans, relaySpan{hex.EncodeToString(sp.TraceId), hex.EncodeToString(sp.SpanId), hex.EncodeToString(sp.ParentSpanId), sp.Name})
+				o.spans = append(o.spans, relaySpan{hex.EncodeToString(sp.TraceId), hex.EncodeToString(sp.SpanId), hex.EncodeToString(sp.ParentSpanId), sp.Name, now})
 			}
 		}
 	}
@@ -83,9 +94,9 @@ type relayRun struct {
 	decisions           []map[string]any
 }
 
-// relayRunSpec runs x-otlp (3 spans, one request each) under spec,
-// exporting to the collector at otlp.
-func relayRunSpec(t *testing.T, bin, dir, spec, otlp string) relayRun {
+// relayRunSpec runs workload (x-otlp and its flags, comma-separated)
+// under spec, exporting to the collector at otlp.
+func relayRunSpec(t *testing.T, bin, dir, spec, workload, otlp string) relayRun {
 	t.Helper()
 	id := RandHex(6)
 	runsDir := filepath.Join(dir, "runs-"+id)
@@ -96,7 +107,7 @@ func relayRunSpec(t *testing.T, bin, dir, spec, otlp string) relayRun {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, "run", "--spec", specFile, "--runs-dir", runsDir, "--allow-old-engine", "--timeout", "90s",
-		"--x-workload-cmd", "x-otlp,--spans,3", "--otlp-endpoint", "http://"+otlp)
+		"--x-workload-cmd", workload, "--otlp-endpoint", "http://"+otlp)
 	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -121,6 +132,8 @@ func relayRunSpec(t *testing.T, bin, dir, spec, otlp string) relayRun {
 	return r
 }
 
+const relaySpec = "schema_version = 1\ncapabilities = [\"network\"]\nagent_telemetry = true\n"
+
 func TestAgentTelemetryRelay(t *testing.T) {
 	NeedDocker(t)
 	bin := BinaryWithTestCommands(t)
@@ -132,7 +145,7 @@ func TestAgentTelemetryRelay(t *testing.T) {
 	t.Cleanup(func() { agRemoveRunImages(dir) })
 
 	t.Run("asked", func(t *testing.T) {
-		r := relayRunSpec(t, bin, dir, "schema_version = 1\ncapabilities = [\"network\"]\nagent_telemetry = true\n", otlp)
+		r := relayRunSpec(t, bin, dir, relaySpec, "x-otlp,--spans,3", otlp)
 		if !strings.Contains(r.stdout, "x-otlp: 3 spans sent") {
 			t.Fatalf("the workload did not send its spans (run: %v)\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
 		}
@@ -149,7 +162,7 @@ func TestAgentTelemetryRelay(t *testing.T) {
 		if err != nil || strings.Count(string(spool), "\n") != 3 {
 			t.Errorf("agent-telemetry.jsonl: %v, %d lines, want 3", err, strings.Count(string(spool), "\n"))
 		}
-		if !strings.Contains(r.stderr, "sent the agent's own telemetry: 3 requests (3 items)") {
+		if !strings.Contains(r.stderr, "sent the agent's own telemetry: 3 requests (3 items) relayed by the gateway") {
 			t.Errorf("the host did not say it sent the relayed telemetry:\n%s", r.stderr)
 		}
 		m := exportedTrace.FindStringSubmatch(r.stderr)
@@ -175,9 +188,16 @@ func TestAgentTelemetryRelay(t *testing.T) {
 		t.Logf("trace %s: %d spans received; the run's exit: %v", m[1], len(spans), r.err)
 	})
 
+	t.Run("live", func(t *testing.T) {
+		r := relayRunSpec(t, bin, dir, relaySpec, fmt.Sprintf("x-otlp,--spans,%d,--every,%s", relayLive, relayEvery), otlp)
+		liveRelay(t, r, rcv)
+	})
+
+	t.Run("live to jaeger", func(t *testing.T) { relayToJaeger(t, bin, dir) })
+
 	t.Run("not asked", func(t *testing.T) {
 		spec := "schema_version = 1\ncapabilities = [\"network\"]\n\n[[environment_variables]]\nname = \"OTEL_EXPORTER_OTLP_ENDPOINT\"\nvalue = \"http://egress-gateway:4318\"\n"
-		r := relayRunSpec(t, bin, dir, spec, otlp)
+		r := relayRunSpec(t, bin, dir, spec, "x-otlp,--spans,3", otlp)
 		if strings.Contains(r.stdout, "spans sent") {
 			t.Errorf("the workload's export succeeded without agent_telemetry:\n%s", r.stdout)
 		}
@@ -213,4 +233,158 @@ func TestAgentTelemetryRelay(t *testing.T) {
 			}
 		}
 	})
+}
+
+// sentLine is the host's line saying what it sent of the relayed telemetry.
+var sentLine = regexp.MustCompile(`sent the agent's own telemetry: [^\n]*`)
+
+// relayLive is how many spans the "live" run sends, one request each,
+// one every relayEvery.
+const (
+	relayLive  = 50
+	relayEvery = "100ms"
+)
+
+// liveRelay checks the "live" run: each of the workload's spans reaches
+// the receiver once, and some before the workload sent its last one (so
+// while the run went, not at its end). It logs the delay from each
+// payload's decision line to the receiver getting it.
+func liveRelay(t *testing.T, r relayRun, rcv *spanReceiver) {
+	t.Helper()
+	if !strings.Contains(r.stdout, fmt.Sprintf("x-otlp: %d spans sent", relayLive)) {
+		t.Fatalf("the workload did not send its spans (run: %v)\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
+	}
+	var decided []time.Time
+	for _, d := range r.decisions {
+		if d["rule"] == "agent_telemetry relay" && d["decision"] == "allow" {
+			at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(d["time"]))
+			if err != nil {
+				t.Fatalf("relay decision time %v: %v", d["time"], err)
+			}
+			decided = append(decided, at)
+		}
+	}
+	if len(decided) != relayLive {
+		t.Fatalf("%d relay decision lines, want %d", len(decided), relayLive)
+	}
+	m := exportedTrace.FindStringSubmatch(r.stderr)
+	if m == nil {
+		t.Fatalf("the run did not say it exported:\n%s", r.stderr)
+	}
+	got := map[string][]time.Time{}
+	for _, sp := range rcv.of(m[1]) {
+		got[sp.name] = append(got[sp.name], sp.at)
+	}
+	var delays []time.Duration
+	early := 0
+	for i := range relayLive {
+		name := fmt.Sprintf("agent step %d", i)
+		if len(got[name]) != 1 {
+			t.Errorf("%q reached the receiver %d times, want once", name, len(got[name]))
+			continue
+		}
+		if got[name][0].Before(decided[relayLive-1]) {
+			early++
+		}
+		delays = append(delays, got[name][0].Sub(decided[i]))
+	}
+	if early == 0 {
+		t.Errorf("none of the workload's spans reached the receiver before its last request was decided (%v): sent at the end only", decided[relayLive-1])
+	}
+	if !strings.Contains(r.stderr, fmt.Sprintf("sent the agent's own telemetry: %d requests (%d items)", relayLive, relayLive)) || strings.Contains(r.stderr, "gateway, 0 requests during the run") {
+		t.Errorf("the host did not say it sent the relayed telemetry during the run:\n%s", r.stderr)
+	}
+	slices.Sort(delays)
+	if len(delays) > 0 {
+		t.Logf("relayed payloads: %d; %d reached the receiver before the last was decided; delay from decision line to receiver: median %v, max %v; the host: %q",
+			len(delays), early, delays[len(delays)/2], delays[len(delays)-1], sentLine.FindString(r.stderr))
+	}
+}
+
+// relayToJaeger runs the "live" workload against Jaeger, reading Jaeger
+// while the run goes: a relayed span must be queryable there before the
+// run ends, and after it each of the workload's spans is there once.
+func relayToJaeger(t *testing.T, bin, dir string) {
+	j := startJaeger(t) // otel_test.go
+	id := RandHex(6)
+	runsDir := filepath.Join(dir, "runs-"+id)
+	specFile := filepath.Join(dir, "spec-"+id+".toml")
+	if err := os.WriteFile(specFile, []byte(relaySpec), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "run", "--spec", specFile, "--runs-dir", runsDir, "--allow-old-engine", "--timeout", "90s",
+		"--x-workload-cmd", fmt.Sprintf("x-otlp,--spans,%d,--every,%s", relayLive, relayEvery), "--otlp-endpoint", "http://"+j.otlpHTTP)
+	cmd.Env = append(os.Environ(), "MCPSIDECAR_LABELS=mcpsidecar.test=1,mcpsidecar.e2e="+id)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var traceID string
+	var during time.Time // when Jaeger first held a relayed span, the run still going
+	var runErr error
+watch:
+	for {
+		select {
+		case runErr = <-done:
+			break watch
+		case <-time.After(200 * time.Millisecond):
+		}
+		if traceID == "" {
+			if runs, _ := filepath.Glob(filepath.Join(runsDir, "run-*")); len(runs) == 1 {
+				traceID = strings.Split(otelexport.RunTraceParent(filepath.Base(runs[0])), "-")[1]
+			}
+			continue
+		}
+		if during.IsZero() && len(jaegerSteps(j, traceID)) > 0 {
+			during = time.Now()
+		}
+	}
+	if traceID == "" {
+		t.Fatalf("no run directory appeared (run: %v)\nstderr:\n%s", runErr, errb.String())
+	}
+	if during.IsZero() {
+		t.Errorf("no relayed span was in jaeger before the run ended (run: %v)\nstderr:\n%s", runErr, errb.String())
+	}
+	var steps map[string]int
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		if steps = jaegerSteps(j, traceID); len(steps) == relayLive {
+			break
+		}
+	}
+	for i := range relayLive {
+		if n := steps[fmt.Sprintf("agent step %d", i)]; n != 1 {
+			t.Errorf("agent step %d is in jaeger %d times, want once", i, n)
+		}
+	}
+	t.Logf("trace %s: a relayed span in jaeger during the run (%v); %d of the workload's spans in jaeger after", traceID, !during.IsZero(), len(steps))
+}
+
+// jaegerSteps counts the workload's spans ("agent step N") that Jaeger
+// holds of trace id, by name.
+func jaegerSteps(j jaeger, id string) map[string]int {
+	steps := map[string]int{}
+	r, err := http.Get("http://" + j.query + "/api/traces/" + id)
+	if err != nil {
+		return steps
+	}
+	defer r.Body.Close()
+	var doc struct {
+		Data []struct {
+			Spans []jaegerSpan `json:"spans"`
+		} `json:"data"`
+	}
+	if json.NewDecoder(r.Body).Decode(&doc) != nil || len(doc.Data) != 1 {
+		return steps
+	}
+	for _, sp := range doc.Data[0].Spans {
+		if strings.HasPrefix(sp.OperationName, "agent step ") {
+			steps[sp.OperationName]++
+		}
+	}
+	return steps
 }

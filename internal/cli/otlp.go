@@ -73,22 +73,20 @@ func exportAfterRun(ctx context.Context, w io.Writer, f otlpFlags, runDir string
 	} else if !quiet {
 		fmt.Fprintf(w, "exported the run as OpenTelemetry trace %s (%d spans, %d of them during the run)\n", st.TraceID, st.Spans, st.Live)
 	}
-	forwardAgentTelemetry(ctx, w, runDir, f.target(), quiet)
+	forwardAgentTelemetry(ctx, w, runDir, f.target(), quiet, live.relayed(ctx, runDir))
 }
 
 // forwardAgentTelemetry sends what the gateway relayed of the agent's own
-// telemetry (agent_telemetry), within ctx; a failure is a warning.
-func forwardAgentTelemetry(ctx context.Context, w io.Writer, runDir string, t otelexport.Target, quiet bool) {
-	st, err := otelexport.ForwardAgentTelemetry(ctx, runDir, t, os.Getenv)
+// telemetry (agent_telemetry), within ctx, but the spool lines skip says
+// were sent during the run; a failure is a warning.
+func forwardAgentTelemetry(ctx context.Context, w io.Writer, runDir string, t otelexport.Target, quiet bool, skip func(int) bool) {
+	st, err := otelexport.ForwardAgentTelemetry(ctx, runDir, t, os.Getenv, skip)
 	if err != nil {
-		fmt.Fprintf(w, "warning: OpenTelemetry export of the agent's own telemetry: %v (%d of %d requests sent)\n", err, st.Sent, st.Requests)
+		fmt.Fprintf(w, "warning: OpenTelemetry export of the agent's own telemetry: %v (%d of %d requests sent, %d of them during the run)\n", err, st.Sent+st.Live, st.Requests, st.Live)
 		return
 	}
-	for _, s := range st.Skipped {
-		fmt.Fprintf(w, "warning: the agent's own telemetry, %s: not sent\n", s)
-	}
 	if st.Requests > 0 && !quiet {
-		fmt.Fprintf(w, "sent the agent's own telemetry: %d requests (%d items) relayed by the gateway\n", st.Sent, st.Items)
+		fmt.Fprintf(w, "sent the agent's own telemetry: %d requests (%d items) relayed by the gateway, %d requests during the run\n", st.Sent+st.Live, st.Items, st.Live)
 	}
 }
 
@@ -109,8 +107,9 @@ or OTEL_EXPORTER_OTLP_ENDPOINT (with OTEL_EXPORTER_OTLP_HEADERS and the other
 OTEL_EXPORTER_OTLP_* variables, read by the exporter); OTEL_SERVICE_NAME and
 OTEL_RESOURCE_ATTRIBUTES set the resource. --otlp-file writes OTLP JSON instead.
 The agent's own telemetry that the gateway relayed (agent_telemetry = true in the
-spec; agent-telemetry.jsonl) is sent too: its traces, and its metrics and logs
-over OTLP/HTTP (with --otlp-file, its traces go to FILE.agent).
+spec; agent-telemetry.jsonl) is sent too: its traces, metrics and logs, over the
+same protocol (with --otlp-file, they go to FILE.agent as OTLP JSON, one
+TracesData, MetricsData or LogsData a line).
 RUN is a run id, a unique prefix of one, or a run directory path.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -129,7 +128,7 @@ RUN is a run id, a unique prefix of one, or a run directory path.`,
 				return fmt.Errorf("exporting %s: %w", path, err)
 			}
 			fmt.Fprintf(s.Out, "trace %s: %d spans\n", st.TraceID, st.Spans)
-			forwardAgentTelemetry(ctx, s.Err, path, f.target(), false)
+			forwardAgentTelemetry(ctx, s.Err, path, f.target(), false, nil)
 			return nil
 		},
 		ValidArgsFunction: completeRunIDs(dir, 1),

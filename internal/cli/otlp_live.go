@@ -23,13 +23,15 @@ const liveInterval = 200 * time.Millisecond
 // liveExport is the OpenTelemetry export during a run (issue 33): while
 // the lifecycle watches the run (sandbox.Options.Watch), the roles' logs
 // are read as they grow (internal/follow) and each span whose place in
-// the trace is settled is sent (otelexport.Live); the export at the end
-// sends the rest.
+// the trace is settled is sent (otelexport.Live), and so is each payload
+// of the agent's own telemetry the gateway spools (otelexport.LiveRelay);
+// the export at the end sends the rest.
 type liveExport struct {
 	f      otlpFlags
 	errW   io.Writer
 	mu     sync.Mutex
 	live   *otelexport.Live
+	relay  *otelexport.LiveRelay
 	exp    sdktrace.SpanExporter
 	runDir string
 }
@@ -69,27 +71,62 @@ func (l *liveExport) follow(ctx context.Context, runDir string) {
 	if err != nil {
 		return
 	}
+	relay, err := otelexport.NewLiveRelay(ctx, l.f.target(), os.Getenv)
+	if err != nil {
+		relay = nil // the end sends it all, and says why if it cannot
+	}
 	l.mu.Lock()
-	l.live, l.exp, l.runDir = live, exp, runDir
+	l.live, l.relay, l.exp, l.runDir = live, relay, exp, runDir
 	l.mu.Unlock()
+	redact := hostSecrets(os.Environ())
 	r := follow.NewRun(runDir, nil)
-	r.Redact = hostSecrets(os.Environ())
+	r.Redact = redact
 	add := func(it follow.Item) {
 		if it.Event != nil {
 			live.Add(*it.Event)
 		}
 	}
+	spool := spoolLines(runDir)
+	poll := func() {
+		r.Poll(false, add)
+		if relay != nil {
+			relayPoll(spool, relay, redact)
+		}
+	}
 	t := time.NewTicker(liveInterval)
 	defer t.Stop()
 	for {
-		r.Poll(false, add)
+		poll()
 		select {
 		case <-ctx.Done():
-			r.Poll(false, add) // what was written up to the workload's end
+			poll() // what was written up to the workload's end
 			return
 		case <-t.C:
 		}
 	}
+}
+
+// relayPoll hands relay the lines the gateway's spool gained, redacted as
+// the harness redacts the record it collects.
+func relayPoll(spool *follow.Lines, relay *otelexport.LiveRelay, redact func([]byte) []byte) {
+	spool.Poll(false, func(ln follow.Line) {
+		if ln.Data == nil {
+			return // a problem: the record the harness collects has it, and the end
+		}
+		data := ln.Data
+		if redact != nil {
+			data = redact(data)
+		}
+		relay.Add(ln.N, data)
+	})
+}
+
+// spoolLines reads the gateway's spool of the agent's relayed telemetry
+// as it grows, in lines as long as a relayed payload may be.
+func spoolLines(runDir string) *follow.Lines {
+	ls := follow.NewLines(follow.Files(runDir, follow.Record{Role: "gateway", File: runs.FileAgentTelemetry}))
+	ls.Max = otelexport.MaxRelayLine
+	return ls
 }
 
 // finish sends what the live export did not, bounded by ctx. ok is false
@@ -114,4 +151,19 @@ func (l *liveExport) finish(ctx context.Context, runDir string) (otelexport.Stat
 		fmt.Fprintf(l.errW, "warning: OpenTelemetry export: %d spans sent during the run hang elsewhere in the finished record (a correlation id reused after them); mcpsidecar runs export sends the record's\n", st.Moved)
 	}
 	return st, true, err
+}
+
+// relayed stops the live relay of the agent's own telemetry, bounded by
+// ctx, and says which spool lines the collector took (nil: none).
+func (l *liveExport) relayed(ctx context.Context, runDir string) func(int) bool {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	relay, dir := l.relay, l.runDir
+	l.mu.Unlock()
+	if relay == nil || dir != runDir {
+		return nil
+	}
+	return relay.Finish(ctx)
 }

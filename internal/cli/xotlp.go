@@ -25,6 +25,7 @@ import (
 func newOTLPCmd(s Streams) *cobra.Command {
 	var n int
 	var proxy bool
+	var every time.Duration
 	cmd := &cobra.Command{
 		Use:    "x-otlp",
 		Short:  "Send N spans over OTLP/HTTP as the standard OTEL_* variables say (a workload for the harness's tests)",
@@ -48,6 +49,9 @@ func newOTLPCmd(s Streams) *cobra.Command {
 			ctx := propagation.TraceContext{}.Extract(cmd.Context(), propagation.MapCarrier{"traceparent": os.Getenv("TRACEPARENT")})
 			tracer := tp.Tracer("x-otlp")
 			for i := range n {
+				if i > 0 && every > 0 {
+					time.Sleep(every)
+				}
 				_, sp := tracer.Start(ctx, fmt.Sprintf("agent step %d", i))
 				sp.End()
 			}
@@ -66,5 +70,6 @@ func newOTLPCmd(s Streams) *cobra.Command {
 	}
 	cmd.Flags().IntVar(&n, "spans", 3, "how many spans")
 	cmd.Flags().BoolVar(&proxy, "proxy", false, "send through $HTTP_PROXY, whatever $NO_PROXY says")
+	cmd.Flags().DurationVar(&every, "every", 0, "wait this long between spans (a workload that keeps sending while it runs)")
 	return cmd
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,6 +165,27 @@ func TestOverlongAndLinks(t *testing.T) {
 	}
 	if again := collect(r, false); len(again) != 0 {
 		t.Errorf("the same problem said twice: %+v", again)
+	}
+}
+
+// TestLinesMax: a record whose lines may be longer than the timeline's
+// (the relay's spool) is read with its own bound: a line over the
+// timeline's but within Max comes whole; one over Max is a problem.
+func TestLinesMax(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "spool.jsonl")
+	big := strings.Repeat("b", timeline.MaxLineBytes+10)
+	appendTo(t, path, big+"\n"+strings.Repeat("c", 3*timeline.MaxLineBytes)+"\nsmall\n")
+	ls := NewLines(NewFile(path, "spool.jsonl"))
+	ls.Max = 2 * timeline.MaxLineBytes
+	var got []Line
+	for range 5 { // 1 MiB a poll
+		ls.Poll(false, func(l Line) { got = append(got, l) })
+	}
+	if len(got) != 3 || len(got[0].Data) != len(big) || got[1].Problem == "" || got[1].N != 2 || string(got[2].Data) != "small" || got[2].N != 3 {
+		t.Fatalf("lines %d; want the long one whole, a problem for line 2, then line 3", len(got))
+	}
+	if !strings.Contains(got[1].Problem, fmt.Sprintf("longer than %d bytes", ls.Max)) {
+		t.Errorf("problem %q, want it to name the bound %d", got[1].Problem, ls.Max)
 	}
 }
 

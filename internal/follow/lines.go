@@ -2,6 +2,7 @@ package follow
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
@@ -19,12 +20,23 @@ type Line struct {
 	// Problem says what is wrong (a torn or overlong line, a record that
 	// was replaced or cannot be read); empty for a line.
 	Problem string
+	// Err is the error of a problem with the whole record: [ErrRestarted],
+	// or the [Source]'s (such as [ErrTooLarge], [ErrNotRegular]); nil for
+	// a line or a problem with one line.
+	Err error
 	// Final marks a last line read without its newline at the run's end.
 	Final bool
 }
 
+// ErrRestarted is the error of a record that was replaced or truncated
+// while it was followed: it is read again from its start.
+var ErrRestarted = errors.New("the record was replaced or truncated during the run; following it from its start")
+
 // Lines cuts a [Source] into lines.
 type Lines struct {
+	// Max bounds one line (0: [timeline.MaxLineBytes], the bound of the
+	// logs the timeline reads); a longer one is skipped as a problem.
+	Max      int
 	src      Source
 	n        int
 	partial  []byte
@@ -41,7 +53,7 @@ func NewLines(src Source) *Lines { return &Lines{src: src} }
 func (l *Lines) Poll(final bool, fn func(Line)) {
 	data, restarted, err := l.src.Read(maxReadPerPoll)
 	if restarted {
-		fn(l.problem(0, "the record was replaced or truncated during the run; following it from its start"))
+		fn(l.recordProblem(ErrRestarted))
 		l.n, l.partial, l.skipping = 0, nil, false
 	}
 	if err != nil {
@@ -49,7 +61,7 @@ func (l *Lines) Poll(final bool, fn func(Line)) {
 		// repeat it.
 		if msg := err.Error(); msg != l.failed {
 			l.failed = msg
-			fn(l.problem(0, msg))
+			fn(l.recordProblem(err))
 		}
 	}
 	l.feed(data, fn)
@@ -60,6 +72,17 @@ func (l *Lines) Poll(final bool, fn func(Line)) {
 	if final {
 		l.endTorn(fn)
 	}
+}
+
+func (l *Lines) max() int {
+	if l.Max > 0 {
+		return l.Max
+	}
+	return timeline.MaxLineBytes
+}
+
+func (l *Lines) recordProblem(err error) Line {
+	return Line{Source: l.src.Name(), Problem: err.Error(), Err: err}
 }
 
 func (l *Lines) problem(n int, msg string) Line {
@@ -73,7 +96,7 @@ func (l *Lines) feed(data []byte, fn func(Line)) {
 		if i < 0 {
 			if !l.skipping {
 				l.partial = append(l.partial, data...)
-				if len(l.partial) > timeline.MaxLineBytes {
+				if len(l.partial) > l.max() {
 					l.partial, l.skipping = nil, true
 				}
 			}
@@ -82,9 +105,9 @@ func (l *Lines) feed(data []byte, fn func(Line)) {
 		chunk := data[:i]
 		data = data[i+1:]
 		l.n++
-		if l.skipping || len(l.partial)+len(chunk) > timeline.MaxLineBytes {
+		if l.skipping || len(l.partial)+len(chunk) > l.max() {
 			l.partial, l.skipping = nil, false
-			fn(l.problem(l.n, fmt.Sprintf("line longer than %d bytes skipped", timeline.MaxLineBytes)))
+			fn(l.problem(l.n, fmt.Sprintf("line longer than %d bytes skipped", l.max())))
 			continue
 		}
 		line := bytes.TrimSpace(append(l.partial, chunk...))
@@ -104,7 +127,7 @@ func (l *Lines) endTorn(fn func(Line)) {
 	}
 	l.n++
 	if l.skipping {
-		fn(l.problem(l.n, fmt.Sprintf("torn last line longer than %d bytes skipped", timeline.MaxLineBytes)))
+		fn(l.problem(l.n, fmt.Sprintf("torn last line longer than %d bytes skipped", l.max())))
 	} else {
 		fn(Line{Source: l.src.Name(), N: l.n, Data: bytes.TrimSpace(l.partial), Final: true})
 	}

@@ -48,6 +48,10 @@ const MaxRecordBytes = 64 << 20
 // read further.
 var ErrTooLarge = fmt.Errorf("larger than %d bytes: not followed further", MaxRecordBytes)
 
+// ErrNotRegular is the error of a record that is not a regular file (a
+// FIFO, a device, a directory): it is not read.
+var ErrNotRegular = errors.New("not followed")
+
 // File is a [Source] over a regular file on this host.
 type File struct {
 	Path, name string
@@ -77,7 +81,7 @@ func (f *File) Read(max int64) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("inspecting: %w", err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, false, fmt.Errorf("not a regular file (%s): not followed", fi.Mode().Type())
+		return nil, false, fmt.Errorf("not a regular file (%s): %w", fi.Mode().Type(), ErrNotRegular)
 	}
 	ino := runs.Inode(fi)
 	restarted := (f.ino != 0 && ino != f.ino) || fi.Size() < f.off

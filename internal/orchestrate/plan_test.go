@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/testutil"
@@ -328,5 +329,28 @@ func TestHoldVariablesAreTheHarnesss(t *testing.T) {
 	want := []dockerx.EnvVar{{Name: hold.Env, Value: hold.Path(spec.OutputDir)}, {Name: hold.TokenEnv, Value: "hold-token-0123"}}
 	if !slices.Equal(got, want) {
 		t.Errorf("hold variables %+v, want %+v", got, want)
+	}
+}
+
+// TestPlanRefusesSquidRelay: agent_telemetry with the Squid engine is an
+// invalid spec naming its line (Squid has no relay: the workload's
+// telemetry would go nowhere while the ledger says it reaches the
+// collector); the built-in gateway takes it.
+func TestPlanRefusesSquidRelay(t *testing.T) {
+	s, err := spec.Load("/specs/relay.toml", []byte("schema_version = 1\ncapabilities = [\"network\"]\n\nagent_telemetry = true\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := input(t, s, WorkloadAgent)
+	if _, err := NewPlan(in); err != nil {
+		t.Fatalf("the built-in gateway with agent_telemetry: %v", err)
+	}
+	in.GatewayEngine, in.SquidImage = EngineSquid, "mcpsidecar-squid:local"
+	_, err = NewPlan(in)
+	if err == nil || !strings.Contains(err.Error(), "/specs/relay.toml:4: agent_telemetry = true needs the built-in gateway") || !strings.Contains(err.Error(), "--gateway-engine ours") {
+		t.Fatalf("got %v, want a refusal naming /specs/relay.toml:4", err)
+	}
+	if code, _ := exitcode.Of(err); code != exitcode.InvalidSpec {
+		t.Errorf("exit code %d, want %d (invalid spec)", code, exitcode.InvalidSpec)
 	}
 }

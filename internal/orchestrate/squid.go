@@ -7,6 +7,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/egress/squidimage"
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -37,9 +38,24 @@ func (in Input) validateEngine() error {
 		if in.Profile.SquidConf == "" {
 			return fmt.Errorf("planning run %s: gateway engine squid: the spec has no gateway (no network capability)", in.RunID)
 		}
+		if in.Profile.RelaysTelemetry() {
+			return exitcode.With(exitcode.InvalidSpec, squidRelayError(in.Profile.Spec))
+		}
 		return nil
 	}
 	return fmt.Errorf("planning run %s: unknown gateway engine %q (want %s or %s)", in.RunID, in.GatewayEngine, EngineOurs, EngineSquid)
+}
+
+// squidRelayError refuses agent_telemetry with the Squid engine, naming
+// the spec line: the relay is the built-in gateway's, and Squid has no
+// port 4318, so the workload's telemetry would go nowhere while the spec
+// and its ledger say it goes to the collector.
+func squidRelayError(s *spec.Spec) error {
+	where := s.Source
+	if s.AgentTelemetryLine > 0 {
+		where = fmt.Sprintf("%s:%d", s.Source, s.AgentTelemetryLine)
+	}
+	return fmt.Errorf("%s: agent_telemetry = true needs the built-in gateway's telemetry relay, which the Squid gateway engine has not: run with --gateway-engine ours, or remove agent_telemetry from the spec", where)
 }
 
 // squid turns the gateway step into Squid's: its image and user, the

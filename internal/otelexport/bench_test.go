@@ -4,14 +4,23 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/otlpwire"
+	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
 )
 
@@ -100,5 +109,53 @@ func BenchmarkExport1000(b *testing.B) {
 			}
 		}
 		b.ReportMetric(float64(sent.Load())/float64(b.N), "bytes/export")
+	})
+}
+
+// BenchmarkForwardMetricsLogs: the export of a spool of 50 relayed
+// metrics and 50 relayed logs payloads (as the gateway writes them),
+// through each exporter the host has: OTLP/HTTP protobuf and OTLP/gRPC
+// to loopback collectors (the gRPC one the collector's proto services),
+// and the OTLP/JSON file.
+//
+//	go test -run '^$' -bench ForwardMetricsLogs -benchtime 20x ./internal/otelexport/
+func BenchmarkForwardMetricsLogs(b *testing.B) {
+	var lines []string
+	for range 50 {
+		lines = append(lines, spoolLine(otlpwire.Metrics, spoolMetrics), spoolLine(otlpwire.Logs, spoolLogs))
+	}
+	dir := b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, runs.FileAgentTelemetry), []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	none := func(string) string { return "" }
+	forward := func(b *testing.B, t Target) {
+		for b.Loop() {
+			st, err := ForwardAgentTelemetry(context.Background(), dir, t, none, nil)
+			if err != nil || st.Sent != len(lines) {
+				b.Fatalf("sent %d of %d: %v", st.Sent, len(lines), err)
+			}
+		}
+	}
+	b.Run("http-protobuf", func(b *testing.B) {
+		srv := httptest.NewServer(newCountingCollector())
+		defer srv.Close()
+		forward(b, Target{Endpoint: srv.URL})
+	})
+	b.Run("grpc", func(b *testing.B) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		c := &grpcCollector{got: map[string]proto.Message{}}
+		srv := grpc.NewServer()
+		colmetrics.RegisterMetricsServiceServer(srv, grpcMetrics{c: c})
+		collogs.RegisterLogsServiceServer(srv, grpcLogs{c: c})
+		go srv.Serve(ln)
+		defer srv.Stop()
+		forward(b, Target{Endpoint: "http://" + ln.Addr().String(), Protocol: ProtocolGRPC})
+	})
+	b.Run("file", func(b *testing.B) {
+		forward(b, Target{File: filepath.Join(b.TempDir(), "run.otlp.json")})
 	})
 }

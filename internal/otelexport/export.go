@@ -15,8 +15,10 @@
 // sequence numbers, so exporting a run again sends the same trace.
 //
 // It also sends the agent's own telemetry that the gateway relayed
-// (agent_telemetry; [ForwardAgentTelemetry]) from the run directory, as
-// redacted there, to the same collector.
+// (agent_telemetry; traces, metrics and logs) to the same collector:
+// while the run goes, each payload as the gateway spools it ([LiveRelay],
+// given lines the caller read and redacted), and at the end the rest,
+// from the run directory, as redacted there ([ForwardAgentTelemetry]).
 package otelexport
 
 import (

@@ -2,21 +2,20 @@ package otelexport
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
-	"regexp"
 	"sync"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/otlpwire"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 // Protocols of OTLP export (OTEL_EXPORTER_OTLP_PROTOCOL's values).
@@ -88,7 +87,8 @@ func NewExporter(ctx context.Context, t Target, getenv func(string) string) (sdk
 }
 
 // fileClient writes each upload as one line of OTLP JSON (the OTLP file
-// exporter's format), to a file it creates (never through a link).
+// exporter's format: trace and span ids in hex, enums as numbers;
+// otlpwire.MarshalJSON), to a file it creates (never through a link).
 type fileClient struct {
 	path string
 	mu   sync.Mutex
@@ -105,12 +105,21 @@ func (c *fileClient) Start(context.Context) error {
 }
 
 func (c *fileClient) UploadTraces(_ context.Context, rs []*tracepb.ResourceSpans) error {
-	b, err := otlpJSON(&tracepb.TracesData{ResourceSpans: rs})
+	return c.write(&tracepb.TracesData{ResourceSpans: rs})
+}
+
+// write appends m (a TracesData, MetricsData or LogsData) as one line of
+// OTLP JSON.
+func (c *fileClient) write(m proto.Message) error {
+	b, err := otlpwire.MarshalJSON(m)
 	if err != nil {
 		return err
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.f == nil {
+		return errors.New("writing the OTLP file: not open")
+	}
 	_, err = c.f.Write(append(b, '\n'))
 	return err
 }
@@ -138,29 +147,3 @@ func tracesURL(endpoint string) string {
 	u.Path = "/v1/traces"
 	return u.String()
 }
-
-// otlpJSON is td in the OTLP/JSON encoding, which differs from protobuf's
-// JSON mapping in two ways: trace and span ids are hex, not base64, and
-// enums are numbers. A collector's file receiver reads the former only.
-func otlpJSON(td *tracepb.TracesData) ([]byte, error) {
-	b, err := protojson.MarshalOptions{UseEnumNumbers: true}.Marshal(td)
-	if err != nil {
-		return nil, fmt.Errorf("encoding OTLP JSON: %w", err)
-	}
-	var bad error
-	b = idField.ReplaceAllFunc(b, func(m []byte) []byte {
-		sub := idField.FindSubmatch(m)
-		raw, err := base64.StdEncoding.DecodeString(string(sub[2]))
-		if err != nil {
-			bad = fmt.Errorf("encoding OTLP JSON: %s %q is not base64: %w", sub[1], sub[2], err)
-			return m
-		}
-		return fmt.Appendf(nil, `"%s":"%x"`, sub[1], raw)
-	})
-	return b, bad
-}
-
-// idField is an id field of the protobuf JSON mapping. A string value
-// holds its quotes escaped, so `"spanId":"` only ever starts the field
-// itself; protojson may put a space after the colon.
-var idField = regexp.MustCompile(`"(traceId|spanId|parentSpanId)":\s?"([A-Za-z0-9+/=]*)"`)

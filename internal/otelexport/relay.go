@@ -31,10 +31,9 @@ import (
 type RelayStats struct {
 	// Requests is how many the record holds; Sent, how many the
 	// collector took; Items, the spans, metrics and log records of those.
-	Requests, Sent, Items int
-	// Skipped are requests not sent, with why (metrics and logs to a
-	// gRPC collector or to a file).
-	Skipped []string
+	// Live is how many were sent during the run ([LiveRelay]) and not
+	// again (not in Sent).
+	Requests, Sent, Items, Live int
 }
 
 // maxRelayLine bounds one line of the spool as read back: a payload of
@@ -43,13 +42,16 @@ const maxRelayLine = 16 * egress.DefaultRelayMaxBody
 
 // ForwardAgentTelemetry sends the agent's own telemetry, which the
 // gateway relayed into the run directory (runs.FileAgentTelemetry,
-// collected and redacted like every artifact), to the collector t names:
+// collected and redacted like every artifact), to the collector t names
+// (or, with t.File, writes it as OTLP/JSON):
 // traces through the OpenTelemetry SDK's OTLP client (HTTP or gRPC, and
 // the OTEL_EXPORTER_OTLP_* variables it reads), metrics and logs over
 // OTLP/HTTP protobuf with OTEL_EXPORTER_OTLP_HEADERS. ctx bounds it all: a
 // collector that never answers costs at most ctx's time. A run without
-// the file sends nothing and is no error.
-func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv func(string) string) (RelayStats, error) {
+// the file sends nothing and is no error. skip (nil: none) names the
+// lines the collector took during the run ([LiveRelay.Finish]), which are
+// not sent again.
+func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv func(string) string, skip func(line int) bool) (RelayStats, error) {
 	var st RelayStats
 	f, err := os.OpenFile(filepath.Join(runDir, runs.FileAgentTelemetry), os.O_RDONLY|runs.NoFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -63,7 +65,7 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 	if err != nil {
 		return st, err
 	}
-	defer fw.traces.Stop(context.WithoutCancel(ctx))
+	defer fw.stop(context.WithoutCancel(ctx))
 	sc := bufio.NewScanner(io.LimitReader(f, runs.MaxCopyBytes))
 	sc.Buffer(make([]byte, 64<<10), maxRelayLine)
 	var errs []error
@@ -72,12 +74,15 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 			continue
 		}
 		st.Requests++
-		items, skip, err := fw.send(ctx, sc.Bytes())
+		if skip != nil && skip(n) {
+			st.Live++
+			st.Items += itemsOf(sc.Bytes())
+			continue
+		}
+		items, err := fw.send(ctx, sc.Bytes())
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s line %d: %w", runs.FileAgentTelemetry, n, err))
-		case skip != "":
-			st.Skipped = append(st.Skipped, fmt.Sprintf("line %d: %s", n, skip))
 		default:
 			st.Sent++
 			st.Items += items
@@ -92,6 +97,16 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 	return st, errors.Join(errs...)
 }
 
+// itemsOf is the item count the gateway wrote on a spool line (0 when it
+// does not read).
+func itemsOf(line []byte) int {
+	var rl struct {
+		Items int `json:"items"`
+	}
+	json.Unmarshal(line, &rl)
+	return rl.Items
+}
+
 // forwarder sends one spool line at a time.
 type forwarder struct {
 	t      Target
@@ -99,13 +114,16 @@ type forwarder struct {
 	getenv func(string) string
 	traces otlptrace.Client
 	hc     *http.Client
+	file   *fileClient // with t.File: metrics and logs are written here too
+	grpc   grpcConns   // with gRPC: metrics' and logs' connections (relay_grpc.go)
 }
 
 func newForwarder(ctx context.Context, t Target, getenv func(string) string) (*forwarder, error) {
 	fw := &forwarder{t: t, proto: protocol(t, getenv), getenv: getenv, hc: &http.Client{}}
 	switch {
 	case t.File != "":
-		fw.traces = &fileClient{path: t.File + ".agent"}
+		fw.file = &fileClient{path: AgentFile(t.File)}
+		fw.traces = fw.file
 	case fw.proto == ProtocolGRPC:
 		var opts []otlptracegrpc.Option
 		if t.Endpoint != "" {
@@ -125,6 +143,17 @@ func newForwarder(ctx context.Context, t Target, getenv func(string) string) (*f
 	return fw, nil
 }
 
+// stop ends the clients' connections.
+func (fw *forwarder) stop(ctx context.Context) {
+	fw.traces.Stop(ctx)
+	fw.grpc.close()
+}
+
+// AgentFile is where, with --otlp-file FILE, the agent's relayed
+// telemetry is written: FILE.agent, one TracesData, MetricsData or
+// LogsData a line, as OTLP/JSON.
+func AgentFile(file string) string { return file + ".agent" }
+
 // protocol is t's OTLP protocol, or the standard variables', else
 // http/protobuf (as [NewExporter]).
 func protocol(t Target, getenv func(string) string) string {
@@ -137,28 +166,35 @@ func protocol(t Target, getenv func(string) string) string {
 	return ProtocolHTTP
 }
 
-// send sends one spool line; it returns the items sent, or why the line
-// was skipped.
-func (fw *forwarder) send(ctx context.Context, line []byte) (int, string, error) {
+// send sends one spool line; it returns the items sent.
+func (fw *forwarder) send(ctx context.Context, line []byte) (int, error) {
 	var rl egress.RelayLine
 	if err := json.Unmarshal(line, &rl); err != nil {
-		return 0, "", fmt.Errorf("not a relay line: %w", err)
+		return 0, fmt.Errorf("not a relay line: %w", err)
 	}
 	m, err := otlpwire.Decode(rl.Signal, rl.OTLP, true)
 	if err != nil {
-		return 0, "", err
+		return 0, err
 	}
 	items := otlpwire.Items(m)
 	if tr, ok := m.(*coltrace.ExportTraceServiceRequest); ok {
 		if err := fw.traces.UploadTraces(ctx, tr.ResourceSpans); err != nil {
-			return 0, "", fmt.Errorf("sending traces: %w", err)
+			return 0, fmt.Errorf("sending traces: %w", err)
 		}
-		return items, "", nil
+		return items, nil
 	}
-	if fw.t.File != "" || fw.proto != ProtocolHTTP {
-		return 0, fmt.Sprintf("%s are sent over OTLP/HTTP protobuf only", rl.Signal), nil
+	switch {
+	case fw.file != nil:
+		err = fw.file.write(otlpwire.Data(m))
+	case fw.proto == ProtocolGRPC:
+		err = fw.sendGRPC(ctx, rl.Signal, m)
+	default:
+		err = fw.post(ctx, rl.Signal, m)
 	}
-	return items, "", fw.post(ctx, rl.Signal, m)
+	if err != nil {
+		return 0, err
+	}
+	return items, nil
 }
 
 // post sends m to the signal's OTLP/HTTP endpoint.

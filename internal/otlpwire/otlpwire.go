@@ -21,6 +21,9 @@ import (
 	collogs "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	colmetrics "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -101,6 +104,22 @@ func Decode(s Signal, body []byte, json bool) (proto.Message, error) {
 		return nil, fmt.Errorf("OTLP %s payload: %w", s, err)
 	}
 	return m, nil
+}
+
+// Data is what export request m carries, as the signal's data message
+// (TracesData, MetricsData or LogsData): the line of an OTLP/JSON file,
+// as the OpenTelemetry file exporter writes it. Another message is
+// returned as it is.
+func Data(m proto.Message) proto.Message {
+	switch r := m.(type) {
+	case *coltrace.ExportTraceServiceRequest:
+		return &tracepb.TracesData{ResourceSpans: r.ResourceSpans}
+	case *colmetrics.ExportMetricsServiceRequest:
+		return &metricspb.MetricsData{ResourceMetrics: r.ResourceMetrics}
+	case *collogs.ExportLogsServiceRequest:
+		return &logspb.LogsData{ResourceLogs: r.ResourceLogs}
+	}
+	return m
 }
 
 // Items counts what m holds: spans, metric data points' metrics, or log

@@ -6,6 +6,9 @@
 // caused, allowed or denied), and streams every record as a timeline event
 // (JSON lines, the schema of timeline.jsonl) while the run goes.
 //
+// It reads the files through internal/follow's reader of growing records
+// (the one `runs tail` and the live OpenTelemetry export use).
+//
 // Every byte it reads was written inside the sandbox, by a workload that
 // may be hostile: files are opened without following links and only when
 // they are regular files, at most a bounded amount is read per file, a line
@@ -15,15 +18,12 @@
 package progress
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -31,7 +31,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/follow"
 	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
 	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
 )
@@ -51,11 +51,9 @@ type Source struct{ Role, File string }
 
 // Bounds on what a hostile workload can make the host do.
 const (
-	maxFileBytes     = 64 << 20 // per file, as the timeline reads at most
-	maxReadPerTick   = 1 << 20  // per file and poll
-	maxField         = 160      // characters of one field on a progress line
-	maxProblemLines  = 5        // problem lines printed per file
-	maxLines         = 2000     // progress lines printed in all
+	maxField         = 160  // characters of one field on a progress line
+	maxProblemLines  = 5    // problem lines printed per file
+	maxLines         = 2000 // progress lines printed in all
 	defaultInterval  = 100 * time.Millisecond
 	defaultLineGrace = 150 * time.Millisecond
 	defaultDenyGrace = time.Second
@@ -524,124 +522,64 @@ func cut(s string) string {
 	return s
 }
 
-// tail follows one file.
+// tail follows one file through internal/follow's reader (the one
+// `runs tail` and the live export use), saying each kind of problem with
+// the whole file once.
 type tail struct {
 	src      Source
-	off      int64  // bytes consumed
-	partial  []byte // the start of a line without its newline yet
-	skipping bool   // inside an overlong line: drop until its newline
-	n        int    // lines seen
+	lines    *follow.Lines
 	problems int
 	gone     bool // the file was replaced or truncated: reported once
-	full     bool // maxFileBytes reached: reported once
-	bad      bool // the file could not be opened: reported once
-	ino      uint64
+	full     bool // follow.MaxRecordBytes reached: reported once
+	bad      bool // the file could not be opened or is not regular: reported once
 }
 
 // read consumes what the file gained: complete lines go to line, a line
 // longer than the bound is skipped, and (final) a torn last line is
 // parsed or reported.
 func (t *tail) read(path string, final bool, line func(Source, []byte, int), problem func(Source, int, string)) {
-	data, ok := t.next(path, problem)
-	if ok {
-		t.feed(data, line, problem)
+	if t.lines == nil {
+		t.lines = follow.NewLines(follow.NewFile(path, t.src.File))
 	}
-	if final && (len(t.partial) > 0 || t.skipping) {
-		t.n++
-		if !t.skipping {
-			raw := bytes.TrimSpace(t.partial)
-			if _, err := timeline.ParseLine(t.src.File, raw, t.n); err == nil {
-				line(t.src, raw, t.n)
-			} else if len(raw) > 0 {
-				problem(t.src, t.n, fmt.Sprintf("torn last line (no newline, %d bytes) skipped", len(raw)))
+	t.lines.Poll(final, func(l follow.Line) {
+		switch {
+		case l.Err != nil:
+			if msg := t.recordProblem(l); msg != "" {
+				problem(t.src, 0, msg)
 			}
-		}
-		t.partial, t.skipping = nil, false
-	}
-}
-
-// next returns the bytes the file gained since the last read.
-func (t *tail) next(path string, problem func(Source, int, string)) ([]byte, bool) {
-	f, err := os.OpenFile(path, os.O_RDONLY|runs.NoFollow|runs.NonBlock, 0)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, false // not written yet
-	}
-	if err != nil {
-		if !t.bad {
-			t.bad = true
-			problem(t.src, 0, fmt.Sprintf("cannot be followed: %v", cleanErr(err, path, t.src.File)))
-		}
-		return nil, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		if !t.bad {
-			t.bad = true
-			problem(t.src, 0, "not a regular file: not followed")
-		}
-		return nil, false
-	}
-	ino := runs.Inode(fi)
-	if (t.ino != 0 && ino != t.ino) || fi.Size() < t.off {
-		// Replaced or truncated under us: a record only grows. Start over
-		// on what is there now, once, and say so.
-		if !t.gone {
-			t.gone = true
-			problem(t.src, 0, "the file was replaced or truncated during the run; following it from its start")
-		}
-		t.off, t.n, t.partial, t.skipping = 0, 0, nil, false
-	}
-	t.ino = ino
-	if t.off >= maxFileBytes {
-		if !t.full {
-			t.full = true
-			problem(t.src, 0, fmt.Sprintf("larger than %d bytes: not followed further", maxFileBytes))
-		}
-		return nil, false
-	}
-	want := min(fi.Size()-t.off, maxReadPerTick, maxFileBytes-t.off)
-	if want <= 0 {
-		return nil, false
-	}
-	buf := make([]byte, want)
-	n, err := f.ReadAt(buf, t.off)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, false
-	}
-	t.off += int64(n)
-	return buf[:n], true
-}
-
-func cleanErr(err error, path, name string) string {
-	return strings.ReplaceAll(err.Error(), path, name)
-}
-
-// feed splits data into lines, keeping an unfinished one for later.
-func (t *tail) feed(data []byte, line func(Source, []byte, int), problem func(Source, int, string)) {
-	for len(data) > 0 {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			if !t.skipping {
-				t.partial = append(t.partial, data...)
-				if len(t.partial) > timeline.MaxLineBytes {
-					t.partial, t.skipping = nil, true
-				}
+		case l.Problem != "":
+			if !strings.HasPrefix(l.Problem, "torn last line longer") { // never said
+				problem(t.src, l.N, l.Problem)
 			}
-			return
+		case l.Final:
+			if _, err := timeline.ParseLine(t.src.File, l.Data, l.N); err == nil {
+				line(t.src, l.Data, l.N)
+			} else {
+				problem(t.src, l.N, fmt.Sprintf("torn last line (no newline, %d bytes) skipped", len(l.Data)))
+			}
+		default:
+			line(t.src, l.Data, l.N)
 		}
-		chunk := data[:i]
-		data = data[i+1:]
-		t.n++
-		if t.skipping || len(t.partial)+len(chunk) > timeline.MaxLineBytes {
-			t.partial, t.skipping = nil, false
-			problem(t.src, t.n, fmt.Sprintf("line longer than %d bytes skipped", timeline.MaxLineBytes))
-			continue
+	})
+}
+
+// recordProblem is what to say of a problem with the whole file, the
+// first time of its kind ("" after).
+func (t *tail) recordProblem(l follow.Line) string {
+	once := func(said *bool, msg string) string {
+		if *said {
+			return ""
 		}
-		raw := bytes.TrimSpace(append(t.partial, chunk...))
-		t.partial = nil
-		if len(raw) > 0 {
-			line(t.src, raw, t.n)
-		}
+		*said = true
+		return msg
 	}
+	switch {
+	case errors.Is(l.Err, follow.ErrRestarted):
+		return once(&t.gone, "the file was replaced or truncated during the run; following it from its start")
+	case errors.Is(l.Err, follow.ErrTooLarge):
+		return once(&t.full, l.Problem)
+	case errors.Is(l.Err, follow.ErrNotRegular):
+		return once(&t.bad, "not a regular file: not followed")
+	}
+	return once(&t.bad, "cannot be followed: "+strings.TrimPrefix(l.Problem, "opening: "))
 }

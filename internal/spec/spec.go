@@ -20,6 +20,9 @@ type Spec struct {
 	// AgentTelemetry asks the gateway to relay the agent's own
 	// OpenTelemetry to the host's collector (a recorded softening).
 	AgentTelemetry bool `json:"agent_telemetry,omitempty"`
+	// AgentTelemetryLine is the spec's line that sets agent_telemetry (0:
+	// not set there), for a refusal that names it.
+	AgentTelemetryLine int `json:"-"`
 	// MCPServers are the [[mcp_servers]] entries, as validated; see
 	// [Spec.Servers] for the default.
 	MCPServers []MCPServer `json:"mcp_servers,omitempty"`

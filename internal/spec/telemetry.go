@@ -35,6 +35,7 @@ func (w *walker) agentTelemetry(at pos, v *unstable.Node) {
 		return
 	}
 	w.spec.AgentTelemetry = string(v.Data) == "true"
+	w.spec.AgentTelemetryLine = w.pos(v, at).line
 }
 
 // checkTelemetry: the relay is the gateway's, which exists only with
