@@ -7,14 +7,14 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/harden/hardenpolicy"
 )
 
-// hardening_best_effort = ["landlock-fs", ...] names the in-container
-// hardening layers the user accepts to run without when the engine's
-// kernel cannot enforce them (a VM or a kernel built without Landlock,
+// KeyBestEffort is the spec key hardening_best_effort = ["landlock-fs",
+// ...]: the in-container hardening layers the user accepts to run without
+// when the engine's kernel cannot enforce them (a VM or a kernel built without Landlock,
 // docs/platforms.md): each role then starts, records the missing layer
 // as a degradation and says so, instead of stopping with exit code 5.
 // Nothing is softened on a kernel that has the layer. Unset, every layer
 // but landlock-net (already best effort: it needs Linux 6.7) is required.
-const keyBestEffort = "hardening_best_effort"
+const KeyBestEffort = "hardening_best_effort"
 
 // checkBestEffort keeps the known layers of hardening_best_effort, once
 // each, in the spec's order.
@@ -47,6 +47,6 @@ func acceptBestEffort(c *Container, layers []string) {
 // by the role that ran without it.
 func bestEffortLedger(s *Spec, add func(capability, layer, format string, args ...any)) {
 	for _, l := range s.HardeningBestEffort {
-		add(keyBestEffort, LayerKernel, "every role runs without %s when the engine's kernel cannot enforce it (recorded as a degradation in run-metadata.json) instead of stopping with exit code 5", l)
+		add(KeyBestEffort, LayerKernel, "every role runs without %s when the engine's kernel cannot enforce it (recorded as a degradation in run-metadata.json) instead of stopping with exit code 5", l)
 	}
 }

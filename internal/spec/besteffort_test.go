@@ -44,7 +44,7 @@ func TestHardeningBestEffort(t *testing.T) {
 			}
 		}
 	}
-	entry := func(e Softening) bool { return e.Capability == keyBestEffort && e.Layer == LayerKernel }
+	entry := func(e Softening) bool { return e.Capability == KeyBestEffort && e.Layer == LayerKernel }
 	if !slices.ContainsFunc(on.Ledger, entry) || slices.ContainsFunc(off.Ledger, entry) {
 		t.Errorf("ledger: want an entry for hardening_best_effort only when set:\n%+v", on.Ledger)
 	}

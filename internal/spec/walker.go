@@ -22,7 +22,7 @@ const (
 )
 
 var (
-	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox, keyAgentTelemetry, keyMCPServers, keyBestEffort}
+	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox, keyAgentTelemetry, keyMCPServers, KeyBestEffort}
 	// tables are the spec's arrays of tables, as messages name them.
 	tables  = []string{keyEnv, keyCreds, keyMCPServers}
 	envKeys = []string{keyHost, keyName, keyValue}
@@ -249,7 +249,7 @@ func (w *walker) topKey(parts []string, at pos, v *unstable.Node) {
 		w.credsInSandbox(at, v)
 	case keyAgentTelemetry:
 		w.agentTelemetry(at, v)
-	case keyBestEffort:
+	case KeyBestEffort:
 		w.bestEffort = w.stringList(key, at, v)
 	case keyMCPServers:
 		w.add(at, keyMCPServers, "write each server as a [[mcp_servers]] table")
