@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // applyHarden is harden.Apply; tests replace it, since the real one
@@ -57,7 +58,7 @@ func hardenRole(ctx context.Context, role string, getenv func(string) string, er
 	}
 	var ue *harden.UnavailableError
 	if errors.As(err, &ue) {
-		return withHint(ExitUnavailable, err, "this kernel cannot enforce the layer; a spec may accept it as best effort explicitly")
+		return withHint(ExitUnavailable, err, fmt.Sprintf("this kernel cannot enforce the layer; a spec may accept it explicitly with %s = [%q] (recorded as a degradation)", spec.KeyBestEffort, ue.Layer))
 	}
 	if err != nil {
 		return fmt.Errorf("hardening %s: %w", role, err)

@@ -20,6 +20,7 @@ type system struct {
 	restrict    func(landlockPlan) error
 	seccomp     func([]bpf.Instruction) error
 	noNewPrivs  func() error
+	kernel      func() Kernel
 }
 
 var host = system{
@@ -27,6 +28,7 @@ var host = system{
 	restrict:    restrictLandlock,
 	seccomp:     loadSeccomp,
 	noNewPrivs:  allThreadsNoNewPrivs,
+	kernel:      measureKernel,
 }
 
 // Apply locks the calling process down to p, on all threads at once:
@@ -42,13 +44,12 @@ func (s system) apply(p Policy) (rep Report, err error) {
 	rep = Report{Schema: ReportSchema, Role: p.Role, Layers: []LayerStatus{}, Degradations: []string{}, DeniedSyscalls: []string{}}
 	defer func() {
 		rep.DurationMicros = time.Since(start).Microseconds()
-		if err != nil {
-			rep.Error = err.Error()
-		}
+		rep.setError(err)
 	}()
 	if err := p.Validate(); err != nil {
 		return rep, err
 	}
+	rep.Kernel = s.kernel() // before Landlock, which grants no /sys
 	applyRuntime(p, &rep)
 	if err := s.noNewPrivs(); err != nil {
 		return rep, fmt.Errorf("setting no_new_privs on all threads: %w", err)
@@ -145,6 +146,10 @@ func (s system) applySeccomp(p Policy, netOn bool, rep *Report) error {
 		}
 	}
 	loadErr := s.seccomp(spec.program())
+	rep.Kernel.Seccomp = SeccompLoaded
+	if loadErr != nil {
+		rep.Kernel.Seccomp = "refused: " + loadErr.Error()
+	}
 	for _, layer := range layers {
 		if ue := rep.check(p, layer, loadErr == nil, rep.KernelLandlockABI, "installing the seccomp filter failed"); ue != nil {
 			ue.Err = loadErr

@@ -14,7 +14,7 @@ func Apply(p Policy) (Report, error) {
 		return rep, err
 	}
 	err := &UnavailableError{Layer: LayerLandlockFS, Reason: "not Linux", Err: errNotLinux}
-	rep.Error = err.Error()
+	rep.setError(err)
 	return rep, err
 }
 

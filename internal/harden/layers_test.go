@@ -247,10 +247,16 @@ func TestFailClosed(t *testing.T) {
 			out := runChild(t, tt.mode, p, nil, c)
 			if tt.wantLayer != "" {
 				assertUnavailable(t, out, tt.wantLayer, tt.wantABI)
+				if got := out.Report.Kernel.Seccomp; tt.mode == "no-seccomp" && !strings.HasPrefix(got, "refused: ") {
+					t.Errorf("report's seccomp %q, want the refusal", got)
+				}
 				return
 			}
 			if out.ApplyError != "" {
 				t.Fatalf("apply: %s", out.ApplyError)
+			}
+			if out.Report.Refused != nil || out.Report.Kernel.Seccomp != SeccompLoaded {
+				t.Errorf("report: refused %+v, seccomp %q; want no refusal and the filter loaded", out.Report.Refused, out.Report.Kernel.Seccomp)
 			}
 			if got := len(out.Report.Degradations); got != tt.wantDegrad {
 				t.Errorf("got %d degradations %v, want %d", got, out.Report.Degradations, tt.wantDegrad)
@@ -276,6 +282,12 @@ func assertUnavailable(t *testing.T, out childOutput, layer string, abi int) {
 	}
 	if out.Report.Error == "" {
 		t.Error("report does not carry the error")
+	}
+	if r := out.Report.Refused; r == nil || r.Layer != layer || r.KernelABI != out.Unavailable.KernelABI || r.Reason == "" {
+		t.Errorf("report's refusal %+v, want layer %s, kernel ABI %d and a reason", r, layer, out.Unavailable.KernelABI)
+	}
+	if out.Report.Kernel.Release == "" {
+		t.Error("report does not carry the kernel's release")
 	}
 }
 

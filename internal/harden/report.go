@@ -3,6 +3,7 @@ package harden
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,9 @@ type Report struct {
 	Role   string `json:"role"`
 
 	KernelLandlockABI int `json:"kernel_landlock_abi"`
+	// Kernel is the rest of what was measured of the kernel the role ran
+	// on (the engine's), from inside.
+	Kernel Kernel `json:"kernel"`
 	// EnforcedLandlockABI is the ABI whose rights the ruleset handles (0
 	// when no Landlock ruleset was enforced).
 	EnforcedLandlockABI int `json:"enforced_landlock_abi"`
@@ -41,6 +45,17 @@ type Report struct {
 
 	DurationMicros int64  `json:"duration_us"`
 	Error          string `json:"error,omitempty"`
+	// Refused is the layer the kernel could not enforce and the policy
+	// required: the role stopped there (exit code 5).
+	Refused *Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is a required layer the kernel could not enforce, from an
+// [*UnavailableError].
+type Refusal struct {
+	Layer     string `json:"layer"`
+	KernelABI int    `json:"kernel_landlock_abi"`
+	Reason    string `json:"reason"`
 }
 
 // LayerStatus is one layer's outcome.
@@ -49,6 +64,19 @@ type LayerStatus struct {
 	Required bool   `json:"required"` // false when the policy accepts best effort
 	Enforced bool   `json:"enforced"`
 	Detail   string `json:"detail,omitempty"`
+}
+
+// setError records err, and the refused layer when it is an
+// [*UnavailableError].
+func (r *Report) setError(err error) {
+	if err == nil {
+		return
+	}
+	r.Error = err.Error()
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		r.Refused = &Refusal{Layer: ue.Layer, KernelABI: ue.KernelABI, Reason: ue.Reason}
+	}
 }
 
 // WriteReport writes r as dir/[ReportFile]. It refuses to follow a symlink

@@ -16,6 +16,7 @@ import (
 func sampleReport() Report {
 	return Report{
 		Schema: ReportSchema, Role: "agent", KernelLandlockABI: 3, EnforcedLandlockABI: 3,
+		Kernel: Kernel{Release: "6.1.0", Seccomp: SeccompLoaded, Cgroup: "v2", MemoryLimitBytes: 536870912, PidsLimit: 128},
 		Layers: []LayerStatus{
 			{Name: LayerLandlockFS, Required: true, Enforced: true, Detail: "ABI 3 ruleset"},
 			{Name: LayerLandlockNet, Detail: "landlock-net: not fully enforced (kernel Landlock ABI 3): TCP connect/bind rules need Landlock ABI >= 4; accepted as best effort"},

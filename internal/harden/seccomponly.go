@@ -19,9 +19,7 @@ func (s system) applySeccompOnly(p Policy) (rep Report, err error) {
 	rep = Report{Schema: ReportSchema, Role: p.Role, Layers: []LayerStatus{}, Degradations: []string{}, DeniedSyscalls: []string{}}
 	defer func() {
 		rep.DurationMicros = time.Since(start).Microseconds()
-		if err != nil {
-			rep.Error = err.Error()
-		}
+		rep.setError(err)
 	}()
 	if err := p.Validate(); err != nil {
 		return rep, err

@@ -1,6 +1,7 @@
 package runs
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,6 +98,29 @@ type Engine struct {
 	// no resource limit is enforced).
 	Rootless     bool   `json:"rootless,omitempty"`
 	CgroupDriver string `json:"cgroup_driver,omitempty"`
+	// Kernel is the engine's kernel as a role measured it from inside its
+	// container, not this host's (absent when no role reported).
+	Kernel *Kernel `json:"kernel,omitempty"`
+}
+
+// Kernel is the engine's kernel, measured inside a role's container
+// before the role restricted itself (harden.Kernel): the Landlock ABI it
+// has, whether the role's seccomp filter loaded, and the cgroup limits the
+// container is under.
+type Kernel struct {
+	// Source is the report it comes from ("gateway's harden report"):
+	// the role's claim, like every harden report.
+	Source      string `json:"source"`
+	Release     string `json:"release"`
+	LandlockABI int    `json:"landlock_abi"`
+	// Seccomp is "loaded", "refused: <error>", or empty when the role
+	// stopped before trying.
+	Seccomp string `json:"seccomp,omitempty"`
+	Cgroup  string `json:"cgroup,omitempty"`
+	// MemoryLimitBytes and PidsLimit are 0 when the cgroup sets none.
+	MemoryLimitBytes int64  `json:"memory_limit_bytes"`
+	PidsLimit        int64  `json:"pids_limit"`
+	Error            string `json:"error,omitempty"`
 }
 
 // Gateway says which engine served as the egress gateway: "ours"
@@ -139,6 +163,16 @@ type RoleHardening struct {
 	Layers       []HardeningLayer `json:"layers"`
 	Degradations []string         `json:"degradations"`
 	Error        string           `json:"error,omitempty"` // the report's own error, or why it could not be read
+	// Refused is the layer the role's policy required and the kernel
+	// could not enforce: the role stopped with exit code 5.
+	Refused *Refusal `json:"refused,omitempty"`
+}
+
+// Refusal is a required hardening layer the kernel could not enforce.
+type Refusal struct {
+	Layer     string `json:"layer"`
+	KernelABI int    `json:"kernel_landlock_abi"`
+	Reason    string `json:"reason"`
 }
 
 // Observation is one role's process as the host read it, after the role
@@ -282,4 +316,33 @@ func IDs(runsDir string) []string {
 		ids = append(ids, s.ID)
 	}
 	return ids
+}
+
+// Summary is k in one line, as doctor prints it: "Linux 6.18.44,
+// Landlock ABI 7, seccomp filter loaded, cgroup v1: memory limit
+// 268435456 bytes, pids limit 256".
+func (k Kernel) Summary() string {
+	parts := []string{"Linux " + cmp.Or(k.Release, "(release unknown)"), fmt.Sprintf("Landlock ABI %d", k.LandlockABI)}
+	switch {
+	case k.Seccomp == "":
+		parts = append(parts, "seccomp filter not tried (the role stopped before)")
+	case k.Seccomp == "loaded":
+		parts = append(parts, "seccomp filter loaded")
+	default:
+		parts = append(parts, "seccomp filter "+k.Seccomp)
+	}
+	limit := func(name string, n int64, unit string) string {
+		if n == 0 {
+			return "no " + name + " limit"
+		}
+		return fmt.Sprintf("%s limit %d%s", name, n, unit)
+	}
+	cg := limit("memory", k.MemoryLimitBytes, " bytes") + ", " + limit("pids", k.PidsLimit, "")
+	if k.Cgroup != "" {
+		cg = "cgroup " + k.Cgroup + ": " + cg
+	}
+	if k.Error != "" {
+		cg += " (" + k.Error + ")"
+	}
+	return strings.Join(append(parts, cg), ", ")
 }

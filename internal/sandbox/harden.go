@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // landlockSchema is the schema of the run's landlock-policy.json (the same
@@ -44,6 +45,7 @@ func (j *job) landlockDoc() map[string]any {
 // written by the workload in a directory it controls, so it is recorded as
 // the role's claim (runs.SourceRoleReport), never as the host's finding.
 func (j *job) recordHardening(roles []string) error {
+	measured := map[string]harden.Report{}
 	for _, role := range roles {
 		data, err := j.dir.ReadOutput(role, harden.ReportFile)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -59,6 +61,7 @@ func (j *job) recordHardening(roles []string) error {
 			fmt.Fprintf(j.s.Err, "warning: %s: %s unreadable: %v\n", role, harden.ReportFile, err)
 		} else {
 			fillHardening(&h, rep)
+			measured[role] = rep
 		}
 		if j.meta.Hardening == nil {
 			j.meta.Hardening = map[string]runs.RoleHardening{}
@@ -69,14 +72,40 @@ func (j *job) recordHardening(roles []string) error {
 		}
 		j.printHardening(role, h)
 	}
+	j.recordKernel(roles, measured)
 	if len(j.meta.Hardening) == 0 {
 		return nil
 	}
 	return j.replaceJSON(runs.FileLandlockPolicy, j.landlockDoc())
 }
 
+// recordKernel records, in run-metadata.json's engine section, the
+// engine's kernel as one role measured it from inside (the gateway's
+// report first: the gateway runs only our code), and prints it in one
+// line: the engine's kernel is not this host's when the engine is in a
+// VM or elsewhere, so nothing of it is assumed from here.
+func (j *job) recordKernel(roles []string, reports map[string]harden.Report) {
+	order := append([]string{spec.RoleGateway}, roles...)
+	for _, role := range order {
+		rep, ok := reports[role]
+		if !ok || rep.Kernel.Release == "" {
+			continue
+		}
+		k := rep.Kernel
+		j.meta.Engine.Kernel = &runs.Kernel{Source: role + "'s harden report", Release: k.Release, LandlockABI: rep.KernelLandlockABI,
+			Seccomp: k.Seccomp, Cgroup: k.Cgroup, MemoryLimitBytes: k.MemoryLimitBytes, PidsLimit: k.PidsLimit, Error: k.Error}
+		if !j.o.Quiet {
+			fmt.Fprintf(j.s.Err, "engine's kernel (measured inside the %s): %s\n", role, j.meta.Engine.Kernel.Summary())
+		}
+		return
+	}
+}
+
 func fillHardening(h *runs.RoleHardening, rep harden.Report) {
 	h.ABI, h.KernelABI, h.Error = rep.EnforcedLandlockABI, rep.KernelLandlockABI, rep.Error
+	if r := rep.Refused; r != nil {
+		h.Refused = &runs.Refusal{Layer: r.Layer, KernelABI: r.KernelABI, Reason: r.Reason}
+	}
 	for _, l := range rep.Layers {
 		h.Layers = append(h.Layers, runs.HardeningLayer{Name: l.Name, Required: l.Required, Enforced: l.Enforced, Detail: l.Detail})
 	}

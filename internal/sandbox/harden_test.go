@@ -102,3 +102,50 @@ func TestRecordHardening(t *testing.T) {
 		t.Errorf("agent policy (-want +got):\n%s", diff)
 	}
 }
+
+// TestRecordKernel: the engine's kernel, as the gateway measured it from
+// inside (preferred over the agent's, which runs a workload), is recorded
+// in the engine section with its source and printed in one line; a
+// role's refusal reaches its hardening record.
+func TestRecordKernel(t *testing.T) {
+	dir, err := runs.Create(t.TempDir(), time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	var errb bytes.Buffer
+	j := &job{s: Output{Err: &errb}, dir: dir, profile: &spec.Profile{}}
+	roles := []string{orchestrate.RoleAgent, orchestrate.RoleGateway}
+	for _, r := range roles {
+		if _, err := dir.MkdirOutput(r, os.Getuid(), os.Getgid()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	report := func(role, release string, refused *harden.Refusal) harden.Report {
+		return harden.Report{Schema: harden.ReportSchema, Role: role, Refused: refused,
+			Kernel: harden.Kernel{Release: release, Cgroup: "v2", MemoryLimitBytes: 1 << 28, PidsLimit: 128}}
+	}
+	for role, rep := range map[string]harden.Report{
+		orchestrate.RoleAgent:   report(orchestrate.RoleAgent, "forged", nil),
+		orchestrate.RoleGateway: report(orchestrate.RoleGateway, "6.10.14-linuxkit", &harden.Refusal{Layer: harden.LayerLandlockFS, Reason: "filesystem rules need Landlock ABI >= 3"}),
+	} {
+		if err := harden.WriteReport(filepath.Join(dir.Path, role), rep); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := j.recordHardening(roles); err != nil {
+		t.Fatal(err)
+	}
+	want := &runs.Kernel{Source: "gateway's harden report", Release: "6.10.14-linuxkit", Cgroup: "v2", MemoryLimitBytes: 1 << 28, PidsLimit: 128}
+	if diff := cmp.Diff(want, j.meta.Engine.Kernel); diff != "" {
+		t.Errorf("engine kernel (-want +got):\n%s", diff)
+	}
+	line := "engine's kernel (measured inside the gateway): Linux 6.10.14-linuxkit, Landlock ABI 0, seccomp filter not tried (the role stopped before), cgroup v2: memory limit 268435456 bytes, pids limit 128\n"
+	if !strings.Contains(errb.String(), line) {
+		t.Errorf("output lacks %q:\n%s", line, errb.String())
+	}
+	wantRefused := &runs.Refusal{Layer: harden.LayerLandlockFS, Reason: "filesystem rules need Landlock ABI >= 3"}
+	if diff := cmp.Diff(wantRefused, j.meta.Hardening[orchestrate.RoleGateway].Refused); diff != "" {
+		t.Errorf("gateway's refusal (-want +got):\n%s", diff)
+	}
+}

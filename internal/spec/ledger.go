@@ -50,6 +50,7 @@ func ledger(s *Spec, gw *netpolicy.Config, creds []ResolvedCredential) []Softeni
 		add(keyCreds, LayerEgress, "CONNECT tunnels (ports %s) to the allowed hosts are TLS the gateway does not open: a held value the workload had learned could leave through one unsearched (answers on the credential listener are scrubbed of held values, and plain-HTTP requests carrying one are refused, so it should never learn one)", ports(gw.ConnectPorts))
 	}
 	telemetryLedger(s, add)
+	bestEffortLedger(s, add)
 	if s.Has(CapShellAccess) {
 		add(CapShellAccess, LayerSpawn, "agent may execve/execveat (the no-spawn filter is not installed)")
 	}

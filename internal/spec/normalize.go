@@ -45,6 +45,9 @@ func Normalize(s *Spec) (js string, hash string, err error) {
 	if s.AgentTelemetry {
 		doc["agent_telemetry"] = true
 	}
+	if len(s.HardeningBestEffort) > 0 {
+		doc["hardening_best_effort"] = s.HardeningBestEffort
+	}
 	if len(s.MCPServers) > 0 {
 		doc["mcp_servers"] = normalizedServers(s.MCPServers)
 	}

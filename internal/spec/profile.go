@@ -114,6 +114,7 @@ const (
 	LayerSpawn    = "no-spawn"   // the execve/execveat filter
 	LayerDocker   = "container"  // docker run options
 	LayerCreds    = "credential" // where each credential lives
+	LayerKernel   = "kernel"     // in-container layers the engine's kernel may lack
 )
 
 // Container is how the harness creates one role's container (all roles

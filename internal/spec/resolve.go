@@ -101,6 +101,7 @@ func (p *Profile) finishContainers() error {
 	}
 	for role, c := range p.Containers {
 		applyBaseline(&c, seccompOpt)
+		acceptBestEffort(&c, p.Spec.HardeningBestEffort)
 		hp, err := json.Marshal(c.Harden)
 		if err != nil {
 			return fmt.Errorf("encoding %s harden policy: %w", role, err)

@@ -33,6 +33,7 @@ func (w *walker) checkRules() {
 	w.checkMCPServers()
 	w.checkWorkload()
 	w.checkTelemetry()
+	w.checkBestEffort()
 }
 
 func (w *walker) checkCaps() {

@@ -29,6 +29,10 @@ type Spec struct {
 	// Workload is the [workload] table: the image and command run
 	// instead of the built-in agent (nil: the built-in agent).
 	Workload *Workload `json:"workload,omitempty"`
+	// HardeningBestEffort are the in-container hardening layers the spec
+	// accepts to run without where the engine's kernel cannot enforce
+	// them (hardening_best_effort), recorded as degradations.
+	HardeningBestEffort []string `json:"hardening_best_effort,omitempty"`
 	// Warnings are things accepted but worth saying (`spec check` prints
 	// them): an entry read differently from how it was written.
 	Warnings []Problem `json:"-"`

@@ -22,7 +22,7 @@ const (
 )
 
 var (
-	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox, keyAgentTelemetry, keyMCPServers}
+	topKeys = []string{keySchema, keyCaps, keyDomains, keyIPs, keyEnv, keyCreds, keyCredsInSandbox, keyAgentTelemetry, keyMCPServers, KeyBestEffort}
 	// tables are the spec's arrays of tables, as messages name them.
 	tables  = []string{keyEnv, keyCreds, keyMCPServers}
 	envKeys = []string{keyHost, keyName, keyValue}
@@ -57,19 +57,20 @@ type walker struct {
 	spec     *Spec
 	problems Problems
 
-	seen    map[string]pos // top-level keys present
-	caps    []item
-	domains []item
-	ips     []item
-	envs    []*envEntry
-	inEnv   bool // expressions belong to the last envs entry
-	creds   []*credEntry
-	inCred  bool // expressions belong to the last creds entry
-	mcps    []*mcpEntry
-	inMCP   bool // expressions belong to the last mcps entry
-	inOther bool // expressions belong to an unknown table (already reported)
-	work    *workloadEntry
-	inWork  bool // expressions belong to the [workload] table
+	seen       map[string]pos // top-level keys present
+	caps       []item
+	domains    []item
+	ips        []item
+	envs       []*envEntry
+	inEnv      bool // expressions belong to the last envs entry
+	creds      []*credEntry
+	inCred     bool // expressions belong to the last creds entry
+	mcps       []*mcpEntry
+	inMCP      bool // expressions belong to the last mcps entry
+	inOther    bool // expressions belong to an unknown table (already reported)
+	work       *workloadEntry
+	bestEffort []item // hardening_best_effort, as written
+	inWork     bool   // expressions belong to the [workload] table
 }
 
 func (w *walker) add(at pos, key, format string, args ...any) {
@@ -248,6 +249,8 @@ func (w *walker) topKey(parts []string, at pos, v *unstable.Node) {
 		w.credsInSandbox(at, v)
 	case keyAgentTelemetry:
 		w.agentTelemetry(at, v)
+	case KeyBestEffort:
+		w.bestEffort = w.stringList(key, at, v)
 	case keyMCPServers:
 		w.add(at, keyMCPServers, "write each server as a [[mcp_servers]] table")
 	}

@@ -100,6 +100,9 @@ func Judge(r Record) Judgement {
 		return j
 	}
 	j.Checks = append(j.Checks, hardeningChecks(r)...)
+	if err := kernelRefusal(r); err != nil && j.Err == nil {
+		j.Err = err
+	}
 	j.Checks = append(j.Checks, r.Backend...)
 	j.Checks = append(j.Checks, credentialChecks(r)...)
 	j.Checks = append(j.Checks, outputCapChecks(r.OutputOver, r.Planned)...)

@@ -21,6 +21,9 @@ const MaxABI = 11
 var knownLayers = []string{LayerLandlockFS, LayerLandlockNet, LayerNoSpawn, LayerNoUnix, LayerSyscallDeny,
 	LayerNoListen, LayerNoUDP, LayerNoNetlink}
 
+// KnownLayers are the layer names a policy may list in BestEffort.
+func KnownLayers() []string { return slices.Clone(knownLayers) }
+
 // PolicyFromEnv reads the policy from [EnvPolicy] through getenv. It reports
 // ok=false, and no error, when the variable is unset or empty: that is host
 // use, where nothing is applied. A set but malformed policy is an error, so a

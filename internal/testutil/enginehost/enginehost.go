@@ -28,7 +28,9 @@
 // (--privileged is refused by runc on this machine, whose capability set
 // lacks it), seccomp, AppArmor and the masked /proc paths unconfined (the
 // test may write the engine's /proc/sys/kernel/ns_last_pid), all devices,
-// the host's cgroup namespace, and its data root (/var/lib/docker) bound to
+// the host's cgroup namespace (with [Options].NoLandlock, seccomp is a
+// profile that takes Landlock away from the engine and everything it
+// runs), and its data root (/var/lib/docker) bound to
 // a host directory ([Engine].DataRoot): overlay2 works on the host's file
 // system, not over the container's own overlay root. Its dockerd listens on
 // tcp://0.0.0.0:2375 without TLS, or with [Options].TLS on 2376 with
@@ -51,6 +53,7 @@ package enginehost
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,7 +85,30 @@ type Options struct {
 	DaemonArgs []string
 	// Ready bounds the wait for /_ping (default 90 s).
 	Ready time.Duration
+	// NoLandlock gives the engine's container a seccomp profile that
+	// answers the Landlock system calls with ENOSYS ([NoLandlockProfile]).
+	// Seccomp filters are inherited and stack, so every container of that
+	// engine runs on "a kernel without Landlock", as in a VM whose kernel
+	// was built without it.
+	NoLandlock bool
 }
+
+// NoLandlockProfile is the engine container's seccomp profile with
+// [Options].NoLandlock, in Docker's format: everything allowed but
+// landlock_create_ruleset, landlock_add_rule and landlock_restrict_self
+// (444, 445 and 446 on amd64 and arm64), which fail with ENOSYS (38), what
+// a kernel without Landlock answers.
+const NoLandlockProfile = `{
+  "defaultAction": "SCMP_ACT_ALLOW",
+  "syscalls": [
+    {
+      "names": ["landlock_create_ruleset", "landlock_add_rule", "landlock_restrict_self"],
+      "action": "SCMP_ACT_ERRNO",
+      "errnoRet": 38
+    }
+  ]
+}
+`
 
 // Engine is a running engine elsewhere.
 type Engine struct {
@@ -111,6 +137,9 @@ type Engine struct {
 	Image string
 	// Label is mcpsidecar.enginehost=<id>, on everything Start created.
 	Label string
+	// SeccompProfile is the engine container's seccomp profile file with
+	// [Options].NoLandlock, else empty (unconfined).
+	SeccompProfile string
 
 	api     *http.Client
 	apiBase string
@@ -164,7 +193,15 @@ func Start(t testing.TB, o Options) *Engine {
 			t.Fatal(err)
 		}
 	}
+	if o.NoLandlock {
+		if e.SeccompProfile, err = writeTemp("mcpsidecar-engine-seccomp-*.json", NoLandlockProfile); err != nil {
+			t.Fatal(err)
+		}
+	}
 	e.ID = host(t, e.runArgs(o, labels)...)
+	if o.NoLandlock {
+		e.checkFiltered(t)
+	}
 	e.IP = host(t, "inspect", "-f", "{{(index .NetworkSettings.Networks \""+e.Network+"\").IPAddress}}", e.Container)
 	if e.IP == "" {
 		t.Fatalf("enginehost: container %s has no address on %s", e.Container, e.Network)
@@ -193,7 +230,7 @@ func (e *Engine) runArgs(o Options, labels []string) []string {
 	args = append(args, labelArgs(labels)...)
 	args = append(args,
 		"--cap-add", "ALL", "--cap-drop", "SYS_RESOURCE",
-		"--security-opt", "seccomp=unconfined", "--security-opt", "apparmor=unconfined",
+		"--security-opt", "seccomp="+cmp.Or(e.SeccompProfile, "unconfined"), "--security-opt", "apparmor=unconfined",
 		"--security-opt", "systempaths=unconfined",
 		"--device-cgroup-rule", "a *:* rwm", "--cgroupns", "host",
 		"-v", e.DataRoot+":/var/lib/docker")
@@ -242,6 +279,30 @@ func (e *Engine) Exec(t testing.TB, args ...string) string {
 func (e *Engine) SetLastPid(t testing.TB, n int) {
 	t.Helper()
 	e.Exec(t, "sh", "-c", fmt.Sprintf("echo %d > /proc/sys/kernel/ns_last_pid", n))
+}
+
+// checkFiltered fails the test unless the engine's dockerd runs under a
+// seccomp filter: without it the engine's containers would have the
+// host's Landlock, and a test of a kernel without it would prove nothing.
+func (e *Engine) checkFiltered(t testing.TB) {
+	t.Helper()
+	status := e.Exec(t, "cat", "/proc/1/status")
+	if !strings.Contains(status, "Seccomp:\t2") {
+		t.Fatalf("enginehost: the engine's container runs under no seccomp filter (profile %s):\n%s", e.SeccompProfile, status)
+	}
+}
+
+// writeTemp writes data to a new temporary file named by pattern.
+func writeTemp(pattern, data string) (string, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(data)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return f.Name(), err
 }
 
 // logs is the tail of the engine's container's log, for a failure.

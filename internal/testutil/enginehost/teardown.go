@@ -36,7 +36,7 @@ func (e *Engine) teardown(t testing.TB) {
 			t.Errorf("enginehost: removing the network: %v", err)
 		}
 	}
-	for _, dir := range []string{e.DataRoot, e.CertDir} {
+	for _, dir := range []string{e.DataRoot, e.CertDir, e.SeccompProfile} {
 		if dir != "" {
 			if err := os.RemoveAll(dir); err != nil {
 				t.Errorf("enginehost: removing %s: %v", dir, err)
