@@ -15,6 +15,13 @@ if [[ -x $bin ]]; then
   exit 0
 fi
 mkdir -p "$cache"
+# One build at a time: a second caller waits for the first one's binary.
+exec 9>"$cache/.lock"
+flock 9
+if [[ -x $bin ]]; then
+  echo "$bin"
+  exit 0
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
