@@ -115,6 +115,10 @@ func (c *Client) Process(ctx context.Context, id string, st ContainerState) (Pro
 // IsNotFound reports whether err means the object does not exist.
 func IsNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 
+// isConflict reports whether err is the engine's 409: the object is in a
+// state that refuses the request.
+func isConflict(err error) bool { return cerrdefs.IsConflict(err) }
+
 // Version asks the daemon who it is; it fails when the daemon is unreachable.
 func (c *Client) Version(ctx context.Context) (EngineVersion, error) {
 	v, err := c.api.ServerVersion(ctx, client.ServerVersionOptions{})

@@ -205,13 +205,40 @@ func (c *Client) KillContainer(ctx context.Context, id, signal string) error {
 }
 
 // RemoveContainer force-removes the container; one that is already gone is
-// not an error, so teardown can be repeated.
+// not an error, so teardown can be repeated. One whose removal another
+// caller already started (two gc's, or a gc and the run's own teardown)
+// is waited for until it is gone, up to removalWait: the engine refuses
+// the second removal with a conflict, and the container is not gone yet.
 func (c *Client) RemoveContainer(ctx context.Context, id string) error {
 	_, err := c.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !IsNotFound(err) {
-		return fmt.Errorf("removing container %s: %w", id, err)
+	switch {
+	case err == nil || IsNotFound(err):
+		return nil
+	case isConflict(err) && strings.Contains(err.Error(), "already in progress"):
+		return c.awaitRemoved(ctx, id, err)
 	}
-	return nil
+	return fmt.Errorf("removing container %s: %w", id, err)
+}
+
+// removalWait bounds how long RemoveContainer waits for another caller's
+// removal of the same container.
+const removalWait = 30 * time.Second
+
+// awaitRemoved polls the container until the engine no longer knows it;
+// conflict is the engine's refusal, returned if it is still there.
+func (c *Client) awaitRemoved(ctx context.Context, id string, conflict error) error {
+	ctx, cancel := context.WithTimeout(ctx, removalWait)
+	defer cancel()
+	for {
+		if _, err := c.api.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); IsNotFound(err) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("removing container %s: another removal did not end within %s: %w", id, removalWait, conflict)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // ListContainers lists every container, running or not, carrying labels.
