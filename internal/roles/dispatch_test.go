@@ -19,7 +19,6 @@ func TestRunUsageErrors(t *testing.T) {
 		{[]string{"agent", "--no-such-flag"}, "agent: unknown flag: --no-such-flag"},
 		{[]string{"sidecar", "--port", "http"}, `sidecar: invalid value "http" for flag -port`},
 		{[]string{"gateway", "extra"}, `unknown command "extra" for "mcpsidecar gateway"`},
-		{[]string{"gateway", "--x-log-budget", "10"}, "gateway: unknown flag: --x-log-budget"},
 		{[]string{"kube-read-output", "--dir", "/d", "--max", "1"}, "requires at least 1 arg(s), only received 0"},
 		{[]string{"kube-layer", "dial"}, "accepts 1 arg(s), received 0"},
 		{[]string{"kube-layer", "wait"}, `unknown command "wait" for "mcpsidecar kube-layer"`},
