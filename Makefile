@@ -8,7 +8,14 @@
 GO        ?= go
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS   := -s -w -X github.com/mcpsidecar/mcpsidecar/internal/version.Version=$(VERSION)
+# The host binary is stamped with the SHA-256 of the role binaries built
+# with it (internal/version.RoleBinaries): it uses only those
+# (internal/rolebin).
+ROLESTAMP  = -X 'github.com/mcpsidecar/mcpsidecar/internal/version.RoleBinaries=$(1)'
 BIN       := bin/mcpsidecar
+# The slim Linux role binary that goes into the image (cmd/mcpsidecar-role):
+# built beside the host binary on Linux.
+ROLEBIN   := bin/mcpsidecar-role
 # The test binary: the product plus the hidden commands the harness's own
 # e2e tests drive (x-sleep, harden-selftest, --x-workload-cmd,
 # --x-gateway-cmd), behind the build tag testcommands.
@@ -25,7 +32,11 @@ SETUP ?= 1
 .PHONY: setup soak build testbin test unit race e2e kube fuzz lint tidy-check bench clean cross wine-unit dist
 
 build:
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsidecar
+	@if [ "$$($(GO) env GOOS)" = linux ]; then set -ex; \
+	  $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(ROLEBIN) ./cmd/mcpsidecar-role; \
+	  sum=$$(sha256sum $(ROLEBIN) | cut -c1-64); \
+	  $(GO) build -trimpath -ldflags "$(LDFLAGS) $(call ROLESTAMP,$$sum)" -o $(BIN) ./cmd/mcpsidecar; \
+	else set -x; $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/mcpsidecar; fi
 
 test: setup unit wine-unit fuzz e2e kube
 
@@ -84,6 +95,7 @@ lint:
 TARGETS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64
 cross:
 	@for t in $(TARGETS); do echo "go build $$t"; GOOS=$${t%/*} GOARCH=$${t#*/} $(GO) build -trimpath -o /dev/null ./cmd/mcpsidecar || exit 1; done
+	@for a in amd64 arm64; do echo "go build linux/$$a role"; GOOS=linux GOARCH=$$a $(GO) build -trimpath -o /dev/null ./cmd/mcpsidecar-role || exit 1; done
 
 # The host packages' unit tests compiled for Windows and run under wine
 # (scripts/wine-exec.sh makes its prefix and the ProcessPrng shim once).
@@ -107,20 +119,22 @@ wine-unit:
 
 # Release archives in dist/: one per target (tar.gz, zip for Windows)
 # holding the host binary with the version stamped, and SHA256SUMS.
-# Each archive also carries the Linux binaries for the engine's containers,
-# linux-amd64/mcpsidecar and linux-arm64/mcpsidecar, beside the host binary
-# (but the host binary's own): a Windows or macOS host, or an engine of
-# another machine, takes the one of the engine's architecture from there
-# (internal/sandbox, roleBinary).
+# Each archive also carries the slim Linux role binaries for the engine's
+# containers (cmd/mcpsidecar-role), linux-amd64/mcpsidecar-role and
+# linux-arm64/mcpsidecar-role, beside the host binary: the host binary
+# picks the one of the engine's architecture and checks it is its own
+# build (internal/rolebin). A Linux archive carries its own machine's too:
+# the image then gets the role binary, not the whole host binary.
 dist:
 	rm -rf dist && mkdir -p dist/.roles
 	@set -e; for a in amd64 arm64; do mkdir -p dist/.roles/linux-$$a; \
-	  GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/.roles/linux-$$a/mcpsidecar ./cmd/mcpsidecar; done
-	@set -e; for t in $(TARGETS); do os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
+	  GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o dist/.roles/linux-$$a/mcpsidecar-role ./cmd/mcpsidecar-role; done
+	@set -e; sums="$$(sha256sum dist/.roles/linux-*/mcpsidecar-role | cut -c1-64 | tr '\n' ' ' | sed 's/ $$//')"; \
+	  for t in $(TARGETS); do os=$${t%/*}; arch=$${t#*/}; ext=; [ $$os = windows ] && ext=.exe; \
 	  d=dist/mcpsidecar-$(VERSION)-$$os-$$arch; mkdir -p $$d; \
-	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $$d/mcpsidecar$$ext ./cmd/mcpsidecar; \
+	  GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS) $(call ROLESTAMP,$$sums)" -o $$d/mcpsidecar$$ext ./cmd/mcpsidecar; \
 	  cp -r LICENSE README.md docs $$d/; \
-	  for a in amd64 arm64; do [ $$os/$$arch = linux/$$a ] || cp -r dist/.roles/linux-$$a $$d/; done; \
+	  cp -r dist/.roles/linux-amd64 dist/.roles/linux-arm64 $$d/; \
 	  if [ $$os = windows ]; then (cd dist && zip -qr $${d#dist/}.zip $${d#dist/}); else tar -C dist -czf $$d.tar.gz $${d#dist/}; fi; \
 	  rm -rf $$d; done
 	rm -rf dist/.roles

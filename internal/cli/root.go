@@ -156,6 +156,11 @@ func groupCommands(root *cobra.Command, builds []func(Streams) *cobra.Command, s
 
 // Run executes the command line args and returns the process exit code.
 func Run(ctx context.Context, args []string, s Streams) int {
+	// A role's command line is the role table's (internal/roles), as in
+	// the role binary: its own flag parsing, messages and streams.
+	if code, ok := runRole(ctx, args, s); ok {
+		return code
+	}
 	s = safeStreams(args, s)
 	out := &countingWriter{w: s.Out}
 	s.Out = out
@@ -164,6 +169,9 @@ func Run(ctx context.Context, args []string, s Streams) int {
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
+	}
+	if code, ok := reportedExit(err); ok {
+		return code
 	}
 	code, hint := codeOf(err)
 	if code == ExitRuntime && isUsage(err) {

@@ -15,7 +15,7 @@ import (
 const module = "github.com/mcpsidecar/mcpsidecar/"
 
 // rolePackages run inside the sandbox's containers.
-var rolePackages = []string{"agent", "sidecar", "egress", "probe", "harden", "launcher", "netpolicy", "hold", "holder", "mcppin"}
+var rolePackages = []string{"roles", "agent", "sidecar", "egress", "probe", "harden", "launcher", "netpolicy", "hold", "holder", "mcppin"}
 
 // notInRoles are the host's: the Docker SDK and what drives it, and the
 // host's judgement of a run (verdict).

@@ -3,6 +3,7 @@ package contract
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,7 +36,7 @@ var sharedRecordTypes = map[string]bool{
 // roleCode are the packages of the roles that run in the containers
 // (rolePackages without the contract packages netpolicy, hold and mcppin,
 // which host and roles share by design).
-var roleCode = []string{"internal/agent", "internal/sidecar", "internal/egress", "internal/probe", "internal/harden", "internal/launcher", "internal/kube/netguard"}
+var roleCode = []string{"internal/roles", "internal/agent", "internal/sidecar", "internal/egress", "internal/probe", "internal/harden", "internal/launcher", "internal/kube/netguard"}
 
 // hostTargets are the non-Linux hosts of the release (make dist).
 var hostTargets = []string{"windows/amd64", "windows/arm64", "darwin/amd64", "darwin/arm64"}
@@ -85,27 +86,31 @@ func TestHostBinaryOffLinuxHasNoRoleCode(t *testing.T) {
 	}
 }
 
-// TestRoleCommandsAreLinuxOnly: the files of the in-container roles'
-// commands are not part of the cli package's build off Linux.
+// TestRoleCommandsAreLinuxOnly: the in-container roles' commands
+// (internal/roles) and the file of the cli package that registers them
+// are not built off Linux.
 func TestRoleCommandsAreLinuxOnly(t *testing.T) {
-	roleFiles := []string{"agent.go", "sidecar.go", "gateway.go", "gateway_credentials.go", "probe.go", "launch.go", "netguard.go", "kube_hold.go", "kube_layer.go", "harden.go", "roles_linux.go", "engine_helpers.go"}
 	for _, target := range []string{"linux/amd64", "windows/amd64", "darwin/arm64"} {
 		goos, goarch, _ := strings.Cut(target, "/")
-		cmd := exec.Command("go", "list", "-f", "{{join .GoFiles \" \"}}", module+"internal/cli")
-		cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s: go list internal/cli: %v", target, err)
+		files := func(pkg string) []string {
+			cmd := exec.Command("go", "list", "-e", "-f", "{{join .GoFiles \" \"}}", module+pkg)
+			cmd.Env = append(os.Environ(), "GOOS="+goos, "GOARCH="+goarch, "CGO_ENABLED=0")
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("%s: go list %s: %v", target, pkg, err)
+			}
+			return strings.Fields(string(out))
 		}
-		files := strings.Fields(string(out))
-		for _, f := range roleFiles {
-			has := false
-			for _, g := range files {
-				has = has || g == f
-			}
-			if want := goos == "linux"; has != want {
-				t.Errorf("%s: internal/cli builds %s: %v, want %v", target, f, has, want)
-			}
+		cli := files("internal/cli")
+		if has, want := slices.Contains(cli, "roles_linux.go"), goos == "linux"; has != want {
+			t.Errorf("%s: internal/cli builds roles_linux.go: %v, want %v", target, has, want)
+		}
+		roles := files("internal/roles")
+		if goos == "linux" && len(roles) < 10 {
+			t.Errorf("%s: internal/roles builds only %v", target, roles)
+		}
+		if goos != "linux" && !slices.Equal(roles, []string{"doc.go"}) {
+			t.Errorf("%s: internal/roles builds %v, want its doc.go alone", target, roles)
 		}
 	}
 }

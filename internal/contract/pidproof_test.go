@@ -31,7 +31,7 @@ var procByPidLeft = map[string]string{
 	"internal/probe/cat_exec.go":      "the probe, in the sandbox",
 	"internal/probe/waysout_files.go": "the probe, in the sandbox",
 	// Inside a role's container: kube-stop reads its own pid 1.
-	"internal/cli/kube_hold.go": "kube-stop, in the role's container",
+	"internal/roles/kube_hold.go": "kube-stop, in the role's container",
 	// Inside a helper container that shares a role's pid namespace:
 	// observe-role reads the role's status there, not on the host.
 	"internal/inside/observe_linux.go": "observe-role, in a helper sharing the role's pid namespace",

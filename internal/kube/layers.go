@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/kube/layercheck"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +35,7 @@ import (
 
 // Layer pods and the hidden command of our binary they run (internal/cli).
 const (
-	LayerCommand  = "kube-layer"
+	LayerCommand  = layercheck.Command
 	layerTarget   = "layer-target"
 	layerBare     = "layer-bare"
 	layerGuarded  = "layer-guarded"
@@ -62,12 +64,9 @@ type Layers struct {
 	Layers []Layer `json:"layers"`
 }
 
-// DialResult is what `mcpsidecar kube-layer dial` prints, one JSON line.
-type DialResult struct {
-	Address   string `json:"address"`
-	Connected bool   `json:"connected"`
-	Error     string `json:"error,omitempty"`
-}
+// DialResult is what `mcpsidecar kube-layer dial` prints, one JSON line
+// (internal/kube/layercheck).
+type DialResult = layercheck.DialResult
 
 // CheckLayers measures the two layers in the run's namespace. image is our
 // runtime image (the layer pods run its hidden kube-layer command); the

@@ -2,6 +2,7 @@ package orchestrate
 
 import (
 	"github.com/mcpsidecar/mcpsidecar/internal/agent/agentenv"
+	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
@@ -14,8 +15,8 @@ const (
 
 // Environment variables the harness adds to containers.
 const (
-	EnvRunID    = "MCPSIDECAR_RUN_ID"
-	EnvQuestion = agentenv.Question // the agent's (internal/agent owns it)
+	EnvRunID    = netpolicy.EnvRunID // the gateway's (internal/netpolicy owns it)
+	EnvQuestion = agentenv.Question  // the agent's (internal/agent owns it)
 )
 
 // AuditFile is the sidecar's audit log, in its output directory.

@@ -72,6 +72,17 @@ type Image struct {
 	Built     bool   `json:"built"`
 	Method    string `json:"method,omitempty"` // "build", "import" or "reused"
 	SizeBytes int64  `json:"size_bytes,omitempty"`
+	// Binary is the binary the image was made of (internal/rolebin).
+	Binary *ImageBinary `json:"binary,omitempty"`
+}
+
+// ImageBinary is the binary that went into the image: its kind, "role"
+// (the slim role binary), "self" (the host binary), "full" (a full Linux
+// binary of an older archive's linux-<arch>/) or MCPSIDECAR_IMAGE_BINARY
+// (the binary that variable names), and its size.
+type ImageBinary struct {
+	Kind      string `json:"kind"`
+	SizeBytes int64  `json:"size_bytes"`
 }
 
 // Engine is the Docker daemon the run used.

@@ -353,7 +353,7 @@ func (j *job) ensureImage(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	j.meta.Image = runs.Image{Tag: img.Tag, Built: method != orchestrate.MethodReused, Method: method, SizeBytes: info.Size}
+	j.meta.Image = runs.Image{Tag: img.Tag, Built: method != orchestrate.MethodReused, Method: method, SizeBytes: info.Size, Binary: j.meta.Image.Binary}
 	if !j.o.Quiet {
 		verb := map[string]string{orchestrate.MethodReused: "reused", orchestrate.MethodBuild: "built with the classic builder",
 			orchestrate.MethodImport: "imported from a root filesystem (no builder)"}[method]
@@ -363,14 +363,16 @@ func (j *job) ensureImage(ctx context.Context) error {
 }
 
 func (j *job) imageFiles() (dockerx.ImageFiles, error) {
-	binPath, err := j.binaryPath() // workload.go
+	choice, err := j.imageBinary() // workload.go
 	if err != nil {
 		return dockerx.ImageFiles{}, err
 	}
+	binPath := choice.Path
 	bin, err := os.ReadFile(binPath)
 	if err != nil {
 		return dockerx.ImageFiles{}, fmt.Errorf("reading the binary for the image: %w", err)
 	}
+	j.meta.Image.Binary = &runs.ImageBinary{Kind: choice.Kind, SizeBytes: int64(len(bin))}
 	if err := j.checkImageBinary(bin, binPath); err != nil { // workload.go
 		return dockerx.ImageFiles{}, err
 	}

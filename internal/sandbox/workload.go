@@ -14,7 +14,9 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/launcher"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/rolebin"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
+	"github.com/mcpsidecar/mcpsidecar/internal/version"
 )
 
 // Bring your own workload (issue 16): the agent-role container runs a
@@ -205,48 +207,47 @@ const envLaunchReportDir = launcher.EnvReportDir
 // binaryPath is the static binary the image is built from, which is also
 // the launcher mounted into a workload image.
 func (j *job) binaryPath() (string, error) {
+	c, err := j.imageBinary()
+	return c.Path, err
+}
+
+// imageBinary is binaryPath and what kind of binary it is (internal/rolebin).
+func (j *job) imageBinary() (rolebin.Choice, error) {
 	if p := j.getenv(EnvImageBinary); p != "" {
-		return filepath.Abs(p)
+		abs, err := filepath.Abs(p)
+		return rolebin.Choice{Path: abs, Kind: EnvImageBinary}, err
 	}
 	p, err := os.Executable()
 	if err != nil {
-		return "", fmt.Errorf("finding this binary (the launcher): %w", err)
+		return rolebin.Choice{}, fmt.Errorf("finding this binary (the launcher): %w", err)
 	}
 	self, err := filepath.EvalSymlinks(p)
 	if err != nil {
-		return "", err
+		return rolebin.Choice{}, err
 	}
-	return roleBinary(self, j.meta.Engine.OS, j.meta.Engine.Arch), nil
+	return roleBinary(self, j.meta.Engine.OS, j.meta.Engine.Arch)
 }
 
 // RoleBinaryDir is where, beside the host binary, a release archive keeps
-// the Linux binaries for the engine's containers: linux-amd64/mcpsidecar
-// and linux-arm64/mcpsidecar (make dist). A Windows or macOS host, or a
-// Linux host whose engine has another machine, finds the one of the
-// engine's architecture there.
-func RoleBinaryDir(goarch string) string { return "linux-" + goarch }
+// the Linux role binaries for the engine's containers:
+// linux-amd64/mcpsidecar-role and linux-arm64/mcpsidecar-role (make
+// dist). A Windows or macOS host, or a Linux host whose engine has
+// another machine, finds the one of the engine's architecture there.
+func RoleBinaryDir(goarch string) string { return rolebin.Dir(goarch) }
 
 // roleBinary is the binary that goes into the image for an engine of
-// goos/goarch: self when the engine can run it (or the engine's machine
-// was not read: another backend), else the Linux binary of the engine's
-// architecture beside self (RoleBinaryDir), when there is one the engine
-// can run; else self, which checkImageBinary then refuses with the
-// reason.
-func roleBinary(self, goos, goarch string) string {
-	if goarch == "" || binaryRuns(self, goos, goarch) {
-		return self
+// goos/goarch (internal/rolebin): the slim role binary of that machine
+// beside self, or in RoleBinaryDir, checked to be self's build; else self
+// when the engine runs it (or the engine's machine was not read: another
+// backend); else the full Linux binary of an older archive's layout;
+// else self, which checkImageBinary then refuses with the reason. A role
+// binary found but unusable stops the run (exit 5) naming both files.
+func roleBinary(self, goos, goarch string) (rolebin.Choice, error) {
+	c, err := rolebin.Choose(self, goos, goarch, version.RoleBinaries)
+	if err != nil {
+		return c, exitcode.WithHint(exitcode.Unavailable, err, "to put another binary into the image, point "+EnvImageBinary+" at a Linux build of the engine's machine")
 	}
-	beside := filepath.Join(filepath.Dir(self), RoleBinaryDir(goarch), "mcpsidecar")
-	if binaryRuns(beside, goos, goarch) {
-		return beside
-	}
-	return self
-}
-
-// binaryRuns reports whether the executable at path is one an engine of
-// goos/goarch runs (its headers, binarch.CheckFile).
-func binaryRuns(path, goos, goarch string) bool {
-	return binarch.CheckFile(path, cmp.Or(goos, "linux"), goarch) == nil
+	return c, nil
 }
 
 // checkImageBinary refuses a binary the engine's machine cannot run (a

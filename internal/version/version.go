@@ -22,3 +22,11 @@ func String() string {
 	}
 	return Version
 }
+
+// RoleBinaries are the SHA-256 digests (hex, space-separated) of the role
+// binaries (cmd/mcpsidecar-role) built with this host binary by `make
+// build` or `make dist`, stamped by the linker (-X): internal/rolebin uses
+// a role binary found beside this one only when its digest is here, so a
+// stale one, or one of another build, never goes into an image. Empty for
+// a binary built otherwise (go install), which puts itself into the image.
+var RoleBinaries = ""

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"bytes"
@@ -31,8 +31,8 @@ func TestSidecarUsageErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			code, _, stderr := run(t, tc.args...)
-			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
-				t.Errorf("code %d stderr %q, want %d and %q", code, stderr, ExitUsage, tc.want)
+			if code != exitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("code %d stderr %q, want %d and %q", code, stderr, exitUsage, tc.want)
 			}
 		})
 	}
@@ -75,7 +75,7 @@ func TestSidecarServesAndShutsDown(t *testing.T) {
 	cancel()
 	select {
 	case code := <-done:
-		if code != ExitOK {
+		if code != exitOK {
 			t.Fatalf("exit code %d, want 0; stderr %s", code, errb.String())
 		}
 	case <-time.After(10 * time.Second):
@@ -97,7 +97,7 @@ func TestSidecarRefusesBadHardenPolicy(t *testing.T) {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	code, _, stderr := run(t, "sidecar", "--host", "127.0.0.1", "--port", strconv.Itoa(port), "--upstream-url", "http://127.0.0.1:1/mcp")
-	if code != ExitUsage || !strings.Contains(stderr, "MCPSIDECAR_HARDEN_POLICY") {
-		t.Fatalf("code %d stderr %q, want %d naming the policy variable", code, stderr, ExitUsage)
+	if code != exitUsage || !strings.Contains(stderr, "MCPSIDECAR_HARDEN_POLICY") {
+		t.Fatalf("code %d stderr %q, want %d naming the policy variable", code, stderr, exitUsage)
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 )
 
 const testGatewayPolicy = `{"schema":"mcpsidecar.gateway-policy/v1","allowed_domains":[".allowed.test"],"allowed_ip_addresses":[],"http_ports":[80,443],"connect_ports":[443]}`
@@ -47,8 +49,8 @@ func TestLoadGatewayPolicyErrors(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err %v, want it to mention %q", err, tc.want)
 			}
-			if code, _ := codeOf(err); code != ExitUsage {
-				t.Errorf("exit code %d, want %d", code, ExitUsage)
+			if code, _ := exitcode.Of(err); code != exitUsage {
+				t.Errorf("exit code %d, want %d", code, exitUsage)
 			}
 		})
 	}
@@ -62,8 +64,8 @@ func TestGatewayUsageErrors(t *testing.T) {
 		{"gateway", "extra"},
 	} {
 		code, _, stderr := run(t, args...)
-		if code != ExitUsage {
-			t.Errorf("%v: code %d, want %d (stderr %q)", args, code, ExitUsage, stderr)
+		if code != exitUsage {
+			t.Errorf("%v: code %d, want %d (stderr %q)", args, code, exitUsage, stderr)
 		}
 	}
 }

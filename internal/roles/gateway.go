@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"bytes"
@@ -11,18 +11,15 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/mcpsidecar/mcpsidecar/internal/egress"
 	"github.com/mcpsidecar/mcpsidecar/internal/netpolicy"
-	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
 // Environment variables the gateway command reads (flags win).
 const (
-	envGatewayPolicy = netpolicy.EnvPolicy  // netpolicy.Config JSON when --policy is absent
-	envRunID         = orchestrate.EnvRunID // default of --run-id
+	envGatewayPolicy = netpolicy.EnvPolicy // netpolicy.Config JSON when --policy is absent
+	envRunID         = netpolicy.EnvRunID  // default of --run-id
 )
 
 // gatewayOptions are the gateway command's flags.
@@ -40,12 +37,8 @@ type gatewayOptions struct {
 	logBudget    int64 // test builds only (--x-log-budget); 0: the default
 }
 
-func newGatewayCmd(s Streams) *cobra.Command {
-	var o gatewayOptions
-	cmd := &cobra.Command{
-		Use:   "gateway",
-		Short: "Serve the egress gateway (HTTP forward and CONNECT proxy, deny by default)",
-		Long: `Serve the egress gateway: an HTTP forward proxy (absolute-URI requests) and CONNECT
+// gatewayLong is the gateway's help.
+const gatewayLong = `Serve the egress gateway: an HTTP forward proxy (absolute-URI requests) and CONNECT
 proxy that allows only the names in allowed_domains and the addresses in
 allowed_ip_addresses, on ports 80/443 (CONNECT: 443), as the policy says.
 
@@ -66,17 +59,12 @@ placeholder from $MCPSIDECAR_CREDENTIAL_PLACEHOLDER) and serves requests of the 
 --otlp-relay-listen it takes the agent's OTLP/HTTP (POST /v1/traces, /v1/metrics,
 /v1/logs; protobuf or JSON) there, bounded, one decision line each, and appends each
 payload to agent-telemetry.jsonl beside the decision log. In a container, $MCPSIDECAR_HARDEN_POLICY locks the process down
-before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return runGateway(cmd.Context(), s, o, os.Getenv)
-		},
-	}
+before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`
+
+func gatewayCmd(ctx context.Context, args []string, s Streams) error {
+	var o gatewayOptions
+	f := newFlags("gateway [flags]", gatewayLong, s)
 	lim := egress.DefaultLimits()
-	f := cmd.Flags()
 	f.StringVar(&o.listen, "listen", ":3128", "address to listen on")
 	f.StringVar(&o.credListen, "credential-listen", "", "also serve the credential listener here (credentials from $"+spec.EnvGatewayCredentials+")")
 	f.StringVar(&o.relayListen, "otlp-relay-listen", "", "also relay the agent's own OTLP/HTTP telemetry here (spooled beside the decision log for the host to send on)")
@@ -87,8 +75,14 @@ before it serves. SIGTERM or SIGINT closes every tunnel and syncs the log.`,
 	f.DurationVar(&o.idleTimeout, "idle-timeout", lim.IdleTimeout, "close a tunnel with no traffic for this long")
 	f.DurationVar(&o.maxDuration, "max-duration", lim.MaxDuration, "close a tunnel or forwarded request older than this")
 	f.DurationVar(&o.shutdownWait, "shutdown-timeout", egress.DefaultShutdownWait, "how long shutdown waits for the forwarded requests it cancels (each is logged as interrupted)")
-	addGatewayTestFlags(cmd, &o.logBudget) // testcommands.go: only in the test binary
-	return cmd
+	addGatewayTestFlags(f, &o.logBudget) // testflags.go: only in the test binary
+	if err := f.noArgs(args); err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	return runGateway(ctx, s, o, os.Getenv)
 }
 
 func (o gatewayOptions) validate() error {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 )
 
@@ -24,9 +25,9 @@ func TestHardenRoleWithoutPolicy(t *testing.T) {
 		wantCode int // -1: no error
 	}{
 		{"host use, nothing applied", "", false, -1},
-		{"agent refuses without a policy", "", true, ExitUsage},
-		{"malformed policy", "{not json", false, ExitUsage},
-		{"invalid policy", `{"schema":"mcpsidecar.harden/v1","role":"","landlock":{}}`, true, ExitUsage},
+		{"agent refuses without a policy", "", true, exitUsage},
+		{"malformed policy", "{not json", false, exitUsage},
+		{"invalid policy", `{"schema":"mcpsidecar.harden/v1","role":"","landlock":{}}`, true, exitUsage},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,7 +47,7 @@ func TestHardenRoleWithoutPolicy(t *testing.T) {
 			if err == nil {
 				t.Fatal("got no error")
 			}
-			if code, _ := codeOf(err); code != tt.wantCode {
+			if code, _ := exitcode.Of(err); code != tt.wantCode {
 				t.Errorf("got exit code %d, want %d (%v)", code, tt.wantCode, err)
 			}
 		})
@@ -96,8 +97,8 @@ func TestHardenRoleRlimits(t *testing.T) {
 	order = nil
 	env[harden.EnvRlimits] = "nproc=512:512"
 	err = hardenRole(context.Background(), "agent", func(k string) string { return env[k] }, io.Discard, true, "")
-	if code, _ := codeOf(err); err == nil || code != ExitUsage {
-		t.Errorf("got %v (code %d), want exit code %d", err, code, ExitUsage)
+	if code, _ := exitcode.Of(err); err == nil || code != exitUsage {
+		t.Errorf("got %v (code %d), want exit code %d", err, code, exitUsage)
 	}
 	if len(order) != 0 {
 		t.Errorf("applied %v after a malformed %s", order, harden.EnvRlimits)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/agent"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
@@ -25,12 +23,8 @@ type probeOptions struct {
 	childSleep        time.Duration
 }
 
-func newProbeCmd(s Streams) *cobra.Command {
-	var o probeOptions
-	cmd := &cobra.Command{
-		Use:   "probe",
-		Short: "Run the probe suite inside the sandbox (test-sandbox starts it)",
-		Long: `probe measures the sandbox it runs in and writes report.json, status.ndjson
+// probeLong is the probe's help.
+const probeLong = `probe measures the sandbox it runs in and writes report.json, status.ndjson
 (live progress) and done.json into --out. Each probe records what the shell,
 the in-process tool path and alternate bypasses yielded (Allowed, Denied,
 Error, N/A), what the spec expects, and a verdict: pass, violation or
@@ -42,20 +36,20 @@ agent does. The spec's expectations come from $` + probe.ContextEnv + ` (JSON;
 empty means the default spec).
 
 --unhardened skips the policy: it measures a container as it is, to show
-that each probe can report a violation.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			return runProbe(cmd.Context(), o, s, os.Getenv)
-		},
-	}
-	f := cmd.Flags()
+that each probe can report a violation.`
+
+func probeCmd(ctx context.Context, args []string, s Streams) error {
+	var o probeOptions
+	f := newFlags("probe [flags]", probeLong, s)
 	f.StringVar(&o.out, "out", agent.DefaultOutputDir, "directory for report.json, status.ndjson and done.json")
 	f.BoolVar(&o.serializeEvidence, "serialize-evidence", false, "keep each probe's evidence in report.json (secrets are always redacted)")
 	f.BoolVar(&o.verbose, "verbose", false, "print every probe's outcome and verdict")
 	f.BoolVar(&o.unhardened, "unhardened", false, "do not apply $MCPSIDECAR_HARDEN_POLICY (to show that probes can fail)")
-	f.DurationVar(&o.childSleep, probe.ChildSleepFlag, 0, "sleep and exit: the child the process-control probes start")
-	_ = f.MarkHidden(probe.ChildSleepFlag)
-	return cmd
+	f.DurationVar(&o.childSleep, probe.ChildSleepFlag, 0, "sleep and exit: the child the process-control probes start (internal)")
+	if err := f.noArgs(args); err != nil {
+		return err
+	}
+	return runProbe(ctx, o, s, os.Getenv)
 }
 
 func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string) string) error {
@@ -68,15 +62,15 @@ func runProbe(ctx context.Context, o probeOptions, s Streams, getenv func(string
 		return nil
 	}
 	if getenv(agent.EnvInSandbox) != "1" { // name this role, not the agent
-		return withHint(ExitUsage, fmt.Errorf("mcpsidecar probe runs only inside the sandbox container (%s is not 1)", agent.EnvInSandbox),
+		return withHint(exitUsage, fmt.Errorf("mcpsidecar probe runs only inside the sandbox container (%s is not 1)", agent.EnvInSandbox),
 			"on the host use: mcpsidecar test-sandbox")
 	}
 	if err := agent.CheckSandbox(getenv, o.out); err != nil {
-		return withHint(ExitUsage, err, "run the probe suite through: mcpsidecar test-sandbox")
+		return withHint(exitUsage, err, "run the probe suite through: mcpsidecar test-sandbox")
 	}
 	pc, err := probe.ParseContext([]byte(getenv(probe.ContextEnv)))
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return withCode(exitUsage, err)
 	}
 	rep, err := probe.Serve(ctx, pc, probe.Options{OutDir: o.out, SerializeEvidence: o.serializeEvidence, Progress: s.Out}, func() error {
 		if o.unhardened {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"context"
@@ -31,7 +31,7 @@ var applyRlimits = harden.ApplyRlimits
 func hardenRole(ctx context.Context, role string, getenv func(string) string, errw io.Writer, required bool, reportDir string) error {
 	p, ok, err := harden.PolicyFromEnv(getenv)
 	if err != nil {
-		return withCode(ExitUsage, err)
+		return withCode(exitUsage, err)
 	}
 	limited, err := setRlimits(role, getenv)
 	if err != nil {
@@ -39,7 +39,7 @@ func hardenRole(ctx context.Context, role string, getenv func(string) string, er
 	}
 	if !ok {
 		if required {
-			return withHint(ExitUsage, fmt.Errorf("%s: %s is not set; refusing to run unhardened", role, harden.EnvPolicy),
+			return withHint(exitUsage, fmt.Errorf("%s: %s is not set; refusing to run unhardened", role, harden.EnvPolicy),
 				"the harness sets it; on the host use: mcpsidecar run")
 		}
 		return holdRole(ctx)
@@ -58,7 +58,7 @@ func hardenRole(ctx context.Context, role string, getenv func(string) string, er
 	}
 	var ue *harden.UnavailableError
 	if errors.As(err, &ue) {
-		return withHint(ExitUnavailable, err, fmt.Sprintf("this kernel cannot enforce the layer; a spec may accept it explicitly with %s = [%q] (recorded as a degradation)", spec.KeyBestEffort, ue.Layer))
+		return withHint(exitUnavailable, err, fmt.Sprintf("this kernel cannot enforce the layer; a spec may accept it explicitly with %s = [%q] (recorded as a degradation)", spec.KeyBestEffort, ue.Layer))
 	}
 	if err != nil {
 		return fmt.Errorf("hardening %s: %w", role, err)
@@ -79,7 +79,7 @@ func holdRole(ctx context.Context) error { return hold.FromEnv(ctx, hold.Timeout
 func setRlimits(role string, getenv func(string) string) (*harden.LayerStatus, error) {
 	limits, err := harden.RlimitsFromEnv(getenv)
 	if err != nil {
-		return nil, withCode(ExitUsage, err)
+		return nil, withCode(exitUsage, err)
 	}
 	if len(limits) == 0 {
 		return nil, nil

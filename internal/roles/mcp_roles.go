@@ -1,4 +1,6 @@
-package cli
+//go:build linux
+
+package roles
 
 import (
 	"encoding/json"

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
-
-	"github.com/spf13/cobra"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar"
 	"github.com/mcpsidecar/mcpsidecar/internal/sidecar/learn"
@@ -31,12 +29,8 @@ type sidecarOptions struct {
 	pinsOut         string
 }
 
-func newSidecarCmd(s Streams) *cobra.Command {
-	var o sidecarOptions
-	cmd := &cobra.Command{
-		Use:   "sidecar",
-		Short: "Serve the MCP sidecar (streamable HTTP at /mcp, readiness at /healthz)",
-		Long: `Serve the MCP sidecar: the local tool get_html_element_name, the resource
+// sidecarLong is the sidecar's help.
+const sidecarLong = `Serve the MCP sidecar: the local tool get_html_element_name, the resource
 mcp-sidecar://instructions/answer-format.md, and proxy tools for the Microsoft Learn
 MCP server (microsoft_docs_search, microsoft_docs_fetch, microsoft_code_sample_search).
 Every tools/call and resources/read is one line in the --audit-log file.
@@ -49,16 +43,11 @@ Upstream requests honour HTTP_PROXY, HTTPS_PROXY and NO_PROXY, read once at star
 The garbage collector runs at GOGC=400 (a small-heap server; see docs/PERFORMANCE.md)
 unless GOGC is set.
 SIGTERM or SIGINT shuts down gracefully: in-flight calls finish or time out, and the
-audit log is synced before the process exits.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.validate(); err != nil {
-				return err
-			}
-			return runSidecar(cmd.Context(), s, o)
-		},
-	}
-	f := cmd.Flags()
+audit log is synced before the process exits.`
+
+func sidecarCmd(ctx context.Context, args []string, s Streams) error {
+	var o sidecarOptions
+	f := newFlags("sidecar [flags]", sidecarLong, s)
 	f.StringVar(&o.host, "host", "0.0.0.0", "address to listen on")
 	f.IntVar(&o.port, "port", sidecar.DefaultPort, "TCP port to listen on")
 	f.StringVar(&o.auditLog, "audit-log", "", "append the audit log (JSON lines) to this file; without it calls are not audited")
@@ -68,7 +57,13 @@ audit log is synced before the process exits.`,
 	f.BoolVar(&o.noUpstream, "no-upstream", false, "offline mode (doctor/test-sandbox): list the Learn tools but never contact the upstream; their calls fail")
 	f.Int64Var(&o.maxBodyBytes, "max-body-bytes", sidecar.DefaultMaxBodyBytes, "maximum size of one request body")
 	f.StringVar(&o.pinsOut, "pins-out", "", "save the declared MCP servers' tool definitions, as observed, to this file (declared servers only)")
-	return cmd
+	if err := f.noArgs(args); err != nil {
+		return err
+	}
+	if err := o.validate(); err != nil {
+		return err
+	}
+	return runSidecar(ctx, s, o)
 }
 
 func (o sidecarOptions) validate() error {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"archive/tar"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
-	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	"github.com/mcpsidecar/mcpsidecar/internal/holder"
 )
 
 // stubHarden replaces the real hardening (irreversible for the test
@@ -51,8 +51,8 @@ func TestKubeReadOutput(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out, errb bytes.Buffer
-	args := kube.ReadArgs(dir, 1000, []string{"egress-decisions.jsonl", "harden-report.json"})[1:]
-	if code := Run(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != ExitOK {
+	args := holder.ReadArgs(dir, 1000, []string{"egress-decisions.jsonl", "harden-report.json"})[1:]
+	if code := Run(context.Background(), args, Streams{In: strings.NewReader(""), Out: &out, Err: &errb}); code != exitOK {
 		t.Fatalf("exit %d, stderr %s", code, errb.String())
 	}
 	tr := tar.NewReader(&out)
@@ -67,7 +67,7 @@ func TestKubeReadOutput(t *testing.T) {
 	if _, err := tr.Next(); !errors.Is(err, io.EOF) {
 		t.Errorf("a second entry (%v): the link was read", err)
 	}
-	if !strings.Contains(errb.String(), kube.ReadProblem+"harden-report.json: a symbolic link") ||
+	if !strings.Contains(errb.String(), holder.ReadProblem+"harden-report.json: a symbolic link") ||
 		!strings.Contains(errb.String(), "mcpsidecar kube-read-output: hardening degraded: landlock-net") {
 		t.Errorf("stderr %q", errb.String())
 	}
@@ -91,11 +91,11 @@ func TestKubeReadOutputRefusals(t *testing.T) {
 		fail error
 		code int
 	}{
-		{"relative dir", []string{kube.ReadCommand, "--dir", "out", "--max", "5", "--", "a"}, nil, ExitUsage},
-		{"no max", []string{kube.ReadCommand, "--dir", dir, "--", "a"}, nil, ExitUsage},
-		{"path name", []string{kube.ReadCommand, "--dir", dir, "--max", "5", "--", "../a"}, nil, ExitUsage},
-		{"no names", []string{kube.ReadCommand, "--dir", dir, "--max", "5"}, nil, ExitUsage},
-		{"hardening fails", []string{kube.ReadCommand, "--dir", dir, "--max", "5", "--", "a"}, errors.New("no seccomp"), ExitRuntime},
+		{"relative dir", []string{holder.ReadCommand, "--dir", "out", "--max", "5", "--", "a"}, nil, exitUsage},
+		{"no max", []string{holder.ReadCommand, "--dir", dir, "--", "a"}, nil, exitUsage},
+		{"path name", []string{holder.ReadCommand, "--dir", dir, "--max", "5", "--", "../a"}, nil, exitUsage},
+		{"no names", []string{holder.ReadCommand, "--dir", dir, "--max", "5"}, nil, exitUsage},
+		{"hardening fails", []string{holder.ReadCommand, "--dir", dir, "--max", "5", "--", "a"}, errors.New("no seccomp"), exitRuntime},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			applied := stubHarden(t, harden.Report{}, tt.fail)
@@ -106,7 +106,7 @@ func TestKubeReadOutputRefusals(t *testing.T) {
 			if out.Len() != 0 {
 				t.Errorf("stdout %q, want nothing", out.String())
 			}
-			if tt.code == ExitUsage && len(*applied) != 0 {
+			if tt.code == exitUsage && len(*applied) != 0 {
 				t.Error("hardening applied before the arguments were checked")
 			}
 		})
@@ -120,9 +120,9 @@ func TestKubeStop(t *testing.T) {
 		name, cmdline string
 		code          int
 	}{
-		{"role", kube.ImageBinary + "\x00gateway\x00--listen\x00:3128\x00", ExitOK},
-		{"host init", "/sbin/init\x00splash\x00", ExitRuntime},
-		{"look-alike", kube.ImageBinary + "-evil\x00", ExitRuntime},
+		{"role", holder.ImageBinary + "\x00gateway\x00--listen\x00:3128\x00", exitOK},
+		{"host init", "/sbin/init\x00splash\x00", exitRuntime},
+		{"look-alike", holder.ImageBinary + "-evil\x00", exitRuntime},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			signalled := 0
@@ -136,11 +136,11 @@ func TestKubeStop(t *testing.T) {
 			}
 			t.Cleanup(func() { signalInit, procCmdline = oldSig, oldCmd })
 			var errb bytes.Buffer
-			code := Run(context.Background(), kube.StopArgs()[1:], Streams{In: strings.NewReader(""), Out: io.Discard, Err: &errb})
+			code := Run(context.Background(), holder.StopArgs()[1:], Streams{In: strings.NewReader(""), Out: io.Discard, Err: &errb})
 			if code != tt.code {
 				t.Errorf("exit %d, want %d; stderr %s", code, tt.code, errb.String())
 			}
-			if want := map[bool]int{true: 1, false: 0}[tt.code == ExitOK]; signalled != want {
+			if want := map[bool]int{true: 1, false: 0}[tt.code == exitOK]; signalled != want {
 				t.Errorf("signalled %d times, want %d", signalled, want)
 			}
 		})
@@ -154,7 +154,7 @@ func TestKubeHold(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan int, 1)
 	go func() {
-		done <- Run(ctx, kube.HolderArgs()[1:], Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
+		done <- Run(ctx, holder.HolderArgs()[1:], Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard})
 	}()
 	select {
 	case code := <-done:
@@ -164,7 +164,7 @@ func TestKubeHold(t *testing.T) {
 	cancel()
 	select {
 	case code := <-done:
-		if code != ExitOK {
+		if code != exitOK {
 			t.Errorf("exit %d, want 0", code)
 		}
 	case <-time.After(5 * time.Second):
@@ -172,23 +172,5 @@ func TestKubeHold(t *testing.T) {
 	}
 	if len(*applied) != 1 || len((*applied)[0].Landlock.ReadOnlyDirs) != 0 || !(*applied)[0].NoSpawn {
 		t.Errorf("policies %+v", *applied)
-	}
-}
-
-// TestKubeCommandsHidden: the hidden commands are in the product binary
-// and absent from its help.
-func TestKubeCommandsHidden(t *testing.T) {
-	root := newRootCmd(Streams{})
-	for _, name := range []string{kube.HoldCommand, kube.StopCommand, kube.ReadCommand} {
-		c, _, err := root.Find([]string{name})
-		if err != nil || c.Name() != name || !c.Hidden {
-			t.Errorf("%s: found %v (%v), want a hidden command", name, c, err)
-		}
-	}
-	help := helpTexts(t)
-	for _, name := range []string{kube.HoldCommand, kube.StopCommand, kube.ReadCommand} {
-		if strings.Contains(help, name) {
-			t.Errorf("help names %s", name)
-		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"bytes"
@@ -43,7 +43,7 @@ func TestGatewayHardening(t *testing.T) {
 		wantCode int // -1: serves, then stops cleanly
 	}{
 		{"degraded but enforced", nil, -1},
-		{"layer unavailable", &harden.UnavailableError{Layer: "landlock-fs", Reason: "no Landlock"}, ExitUnavailable},
+		{"layer unavailable", &harden.UnavailableError{Layer: "landlock-fs", Reason: "no Landlock"}, exitUnavailable},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

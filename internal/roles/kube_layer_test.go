@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpsidecar/mcpsidecar/internal/kube"
+	"github.com/mcpsidecar/mcpsidecar/internal/kube/layercheck"
 )
 
 // TestKubeLayerDial: one JSON line saying whether the connection opened,
@@ -36,12 +36,12 @@ func TestKubeLayerDial(t *testing.T) {
 	}
 	var out strings.Builder
 	s := Streams{Out: &out, Err: &strings.Builder{}}
-	cmd := newKubeLayerCmd(s)
-	cmd.SetArgs([]string{"dial", addr, "--timeout", "2s"})
-	if err := cmd.Execute(); err != nil {
+	// The flag after the argument, as the host writes the command line
+	// (kube.CheckLayers).
+	if err := kubeLayerCmd(context.Background(), []string{"dial", addr, "--timeout", "2s"}, s); err != nil {
 		t.Fatal(err)
 	}
-	var r kube.DialResult
+	var r layercheck.DialResult
 	if err := json.Unmarshal([]byte(out.String()), &r); err != nil || !r.Connected || r.Address != addr {
 		t.Errorf("dial to the listener printed %q (%v)", out.String(), err)
 	}
@@ -53,11 +53,8 @@ func TestKubeLayerDial(t *testing.T) {
 		t.Errorf("dial with nothing listening = %+v, want not connected with the error", r)
 	}
 	for _, args := range [][]string{{"dial", "nohostport"}, {"dial", "h:99999"}, {"dial", "h:1", "--timeout", "0s"}, {"listen", "--port", "0"}} {
-		cmd := newKubeLayerCmd(s)
-		cmd.SetArgs(args)
-		cmd.SilenceErrors, cmd.SilenceUsage = true, true
-		if err := cmd.Execute(); err == nil {
-			t.Errorf("kube-layer %v accepted", args)
+		if code := Run(context.Background(), append([]string{layercheck.Command}, args...), s); code != exitUsage {
+			t.Errorf("kube-layer %v: exit %d, want %d", args, code, exitUsage)
 		}
 	}
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package cli
+package roles
 
 import (
 	"bytes"
@@ -17,9 +17,9 @@ func TestAgentRefusesOutsideSandbox(t *testing.T) {
 			t.Setenv("SANDBOX_AGENT_CONTAINER", "")
 			var out, errb bytes.Buffer
 			code := Run(context.Background(), args, Streams{Out: &out, Err: &errb})
-			if code != ExitUsage || !strings.Contains(errb.String(), "SANDBOX_AGENT_CONTAINER is not 1") ||
+			if code != exitUsage || !strings.Contains(errb.String(), "SANDBOX_AGENT_CONTAINER is not 1") ||
 				!strings.Contains(errb.String(), "hint: run the agent through: mcpsidecar run") {
-				t.Errorf("exit %d, stderr %q; want %d with the guard's message and hint", code, errb.String(), ExitUsage)
+				t.Errorf("exit %d, stderr %q; want %d with the guard's message and hint", code, errb.String(), exitUsage)
 			}
 			if out.Len() != 0 {
 				t.Errorf("stdout = %q, want empty", out.String())
@@ -47,8 +47,8 @@ func TestAgentRefusals(t *testing.T) {
 			t.Setenv("OPENAI_BASE_URL", tt.baseURL)
 			var out, errb bytes.Buffer
 			code := Run(context.Background(), []string{"agent"}, Streams{Out: &out, Err: &errb})
-			if code != ExitUsage || !strings.Contains(errb.String(), tt.wantErr) {
-				t.Errorf("exit %d, stderr %q; want %d naming %q", code, errb.String(), ExitUsage, tt.wantErr)
+			if code != exitUsage || !strings.Contains(errb.String(), tt.wantErr) {
+				t.Errorf("exit %d, stderr %q; want %d naming %q", code, errb.String(), exitUsage, tt.wantErr)
 			}
 		})
 	}
@@ -57,7 +57,7 @@ func TestAgentRefusals(t *testing.T) {
 func TestAgentBadFlags(t *testing.T) {
 	var out, errb bytes.Buffer
 	code := Run(context.Background(), []string{"agent", "--max-turns", "many"}, Streams{Out: &out, Err: &errb})
-	if code != ExitUsage {
-		t.Errorf("exit %d, want %d (stderr %q)", code, ExitUsage, errb.String())
+	if code != exitUsage {
+		t.Errorf("exit %d, want %d (stderr %q)", code, exitUsage, errb.String())
 	}
 }
