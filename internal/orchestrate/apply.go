@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
+	"github.com/mcpsidecar/mcpsidecar/internal/plan"
 )
 
 // Session carries out one [Plan] and remembers everything it created, so
@@ -126,25 +127,11 @@ type Hooks struct {
 }
 
 // PhaseNetworks and PhaseWait are the phases of [Session.Apply] that are
-// not named by a step's role.
+// not named by a step's role (plan.Plan.Phases).
 const (
-	PhaseNetworks = "networks"
-	PhaseWait     = "wait"
+	PhaseNetworks = plan.PhaseNetworks
+	PhaseWait     = plan.PhaseWait
 )
-
-// Phases are the phases [Session.Apply] walks for the plan, in order: the
-// networks, one per container step named by its role, and, after the
-// workload's step, the wait for its exit.
-func (p Plan) Phases() []string {
-	out := []string{PhaseNetworks}
-	for _, st := range p.Containers {
-		out = append(out, st.Role)
-		if st.Workload {
-			out = append(out, PhaseWait)
-		}
-	}
-	return out
-}
 
 // Apply carries out the plan in the plan's order: it creates the
 // networks, then, step by step, starts each service and waits until it is

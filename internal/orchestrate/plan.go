@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
+	"github.com/mcpsidecar/mcpsidecar/internal/plan"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 )
 
@@ -74,59 +75,14 @@ type Owner struct {
 	Host string
 }
 
-// Plan is the exact set of resources of one run, in creation order.
-type Plan struct {
-	RunID string `json:"run_id"`
-	// SubnetPool is where Session.CreateNetworks finds each network's
-	// subnet when the planned one is taken (see subnet.go).
-	SubnetPool string                `json:"subnet_pool"`
-	Networks   []dockerx.NetworkSpec `json:"networks"`
-	Containers []Step                `json:"containers"`
-}
-
-// Step is one container of the plan and how to tell it is ready.
-type Step struct {
-	Role      string                `json:"role"`
-	OutputDir string                `json:"output_dir"` // host side of the output mount
-	Spec      dockerx.ContainerSpec `json:"spec"`
-	// Ready, when set, is an HTTP GET on the container's address on
-	// Ready.Network that must answer 200 before the next step starts.
-	Ready *Readiness `json:"ready,omitempty"`
-	// Workload marks the container whose exit ends the run.
-	Workload bool `json:"workload,omitempty"`
-	// Hold: the role waits for hold.File in its output directory; see
-	// Session.Prepare and Session.Release.
-	Hold bool `json:"hold,omitempty"`
-	// DropRoute: while the role is held, the harness removes the default
-	// route an old engine gave it (Input.DropRoutes).
-	DropRoute bool `json:"drop_route,omitempty"`
-	// StopAfter are the roles whose containers must have exited before
-	// this one is signalled to stop: they still use it while they stop.
-	StopAfter []string `json:"stop_after,omitempty"`
-	// Hosts are /etc/hosts entries added when the container is created,
-	// each the address on the internal network of a role before it in the
-	// plan: the fixed one Session.CreateNetworks planned for it, or else
-	// the one it got when it started. The role then needs no resolver to
-	// find its peers.
-	Hosts []HostAlias `json:"hosts,omitempty"`
-}
-
-// HostAlias names a peer's alias and the role whose internal address it
-// resolves to.
-type HostAlias struct {
-	Name string `json:"name"`
-	Role string `json:"role"`
-}
-
-// Readiness is an HTTP GET that must answer 200, or with TCP a TCP
-// connection that is accepted (Squid has no health endpoint). Either is
-// made to 127.0.0.1:Port inside the container's own network namespace:
-// the host never sends a packet to a container's network address.
-type Readiness struct {
-	Port int    `json:"port"`
-	Path string `json:"path"`
-	TCP  bool   `json:"tcp,omitempty"`
-}
+// The plan's aggregate is data of internal/plan, whatever runs it; these
+// are its names where the planner and the Docker session use them.
+type (
+	Plan      = plan.Plan
+	Step      = plan.Step
+	HostAlias = plan.HostAlias
+	Readiness = plan.Readiness
+)
 
 // NewPlan decides the networks and containers of a run. It is pure.
 func NewPlan(in Input) (Plan, error) {
