@@ -4,9 +4,8 @@
 // container's attachments to them; and the aggregate that orders them
 // (Plan, Step: the creation order, readiness, which roles are held until
 // read, the stop order, the phases a backend walks). internal/orchestrate
-// builds them from
-// a resolved profile; internal/dockerx maps them to the Docker API and
-// internal/kube to Kubernetes objects, each on its own.
+// builds them from a resolved profile; internal/dockerx maps them to the
+// Docker API and internal/kube to Kubernetes objects, each on its own.
 //
 // It imports nothing but the standard library: a backend, the planner and
 // the verdict can all use it without pulling another's dependencies, and
