@@ -245,7 +245,9 @@ func (c *Client) podIP(ctx context.Context, ns, name string) (string, error) {
 // the wait at once, with its reason.
 func (c *Client) WaitReady(ctx context.Context, ns, name string, timeout time.Duration) error {
 	var last *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, c.poll, timeout, true, func(ctx context.Context) (bool, error) {
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	err := wait.PollUntilContextCancel(tctx, c.poll, true, func(ctx context.Context) (bool, error) {
 		p, err := c.cs.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, fmt.Errorf("reading pod %s/%s: %w", ns, name, err)
@@ -254,15 +256,44 @@ func (c *Client) WaitReady(ctx context.Context, ns, name string, timeout time.Du
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			return false, fmt.Errorf("pod %s/%s ended (%s) before it was ready: %s", ns, name, p.Status.Phase, why(p))
 		}
+		if code, ok := mainExited(p); ok {
+			// The holder keeps the pod Running; the role itself is gone.
+			return false, &ExitedError{Pod: ns + "/" + name, Code: code}
+		}
 		if msg := stuck(p); msg != "" {
 			return false, fmt.Errorf("pod %s/%s cannot start: %s", ns, name, msg)
 		}
 		return ready(p), nil
 	})
-	if err != nil && last != nil && wait.Interrupted(err) {
-		return fmt.Errorf("pod %s/%s not ready after %s (phase %s: %s): %w", ns, name, timeout, last.Status.Phase, why(last), err)
+	if err != nil && last != nil && tctx.Err() != nil && ctx.Err() == nil {
+		// The timeout, whichever call saw it first (the client's rate
+		// limiter reports it as an error of its own).
+		return fmt.Errorf("pod %s/%s not ready after %s (phase %s: %s): %w", ns, name, timeout, last.Status.Phase, why(last), context.DeadlineExceeded)
 	}
 	return err
+}
+
+// ExitedError is a role whose main container exited before its pod was
+// Ready: the role failed to start (its own output says why), which is
+// not the cluster's failure.
+type ExitedError struct {
+	Pod  string // namespace/name
+	Code int
+}
+
+func (e *ExitedError) Error() string {
+	return fmt.Sprintf("pod %s: container %s exited with code %d before it was ready", e.Pod, ContainerName, e.Code)
+}
+
+// mainExited reports the exit code of the pod's main container once it
+// has terminated.
+func mainExited(p *corev1.Pod) (int, bool) {
+	for _, s := range p.Status.ContainerStatuses {
+		if s.Name == ContainerName && s.State.Terminated != nil {
+			return int(s.State.Terminated.ExitCode), true
+		}
+	}
+	return 0, false
 }
 
 // WaitDone waits until the pod has ended and returns its main
@@ -279,11 +310,9 @@ func (c *Client) WaitDone(ctx context.Context, ns, name string, timeout time.Dur
 		if msg := stuck(p); msg != "" {
 			return false, fmt.Errorf("pod %s/%s cannot start: %s", ns, name, msg)
 		}
-		for _, s := range p.Status.ContainerStatuses {
-			if s.Name == ContainerName && s.State.Terminated != nil {
-				code = int(s.State.Terminated.ExitCode)
-				return true, nil
-			}
+		if c, ok := mainExited(p); ok {
+			code = c
+			return true, nil
 		}
 		if p.Status.Phase == corev1.PodFailed {
 			return false, fmt.Errorf("pod %s/%s failed before its container ran: %s", ns, name, why(p))

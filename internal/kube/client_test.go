@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -164,5 +165,55 @@ func TestContainerdName(t *testing.T) {
 		if got := containerdName(in); got != want {
 			t.Errorf("containerdName(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestWaitReadyRoleExited: a role whose main container exited while the
+// holder keeps its pod Running fails at once with its exit code (an
+// ExitedError: the role failed, not the cluster), not at the ready
+// timeout (found by the backend conformance suite: a gateway that could
+// not start was noticed only after --ready-timeout, as the client's rate
+// limiter's error).
+func TestWaitReadyRoleExited(t *testing.T) {
+	c, _ := fakeCluster(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gateway"}, Status: corev1.PodStatus{Phase: corev1.PodRunning,
+		ContainerStatuses: []corev1.ContainerStatus{
+			{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 2, Reason: "Error"}}},
+			{Name: HolderContainer, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}},
+		}}}
+	if _, err := c.cs.CoreV1().Pods("ns").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The fake kubelet made it Ready; the role has exited instead.
+	pod.Status.Conditions = nil
+	if _, err := c.cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := c.WaitReady(context.Background(), "ns", "gateway", time.Minute)
+	var exited *ExitedError
+	if !errors.As(err, &exited) || exited.Code != 2 || !strings.Contains(err.Error(), "ns/gateway: container main exited with code 2") {
+		t.Fatalf("WaitReady = %v, want the gateway's exit 2", err)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("WaitReady took %s: the exit was noticed at the timeout, not at once", d)
+	}
+}
+
+// TestWaitReadyTimeout: a pod that never becomes Ready fails at the
+// timeout with its last state, however the poll saw the deadline.
+func TestWaitReadyTimeout(t *testing.T) {
+	c, _ := fakeCluster(t)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sidecar"}}
+	if _, err := c.cs.CoreV1().Pods("ns").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	if _, err := c.cs.CoreV1().Pods("ns").UpdateStatus(context.Background(), pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := c.WaitReady(context.Background(), "ns", "sidecar", 50*time.Millisecond)
+	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "pod ns/sidecar not ready after 50ms (phase Pending") {
+		t.Fatalf("WaitReady = %v, want not ready after 50ms", err)
 	}
 }

@@ -131,6 +131,10 @@ func (b *kubeBackend) Apply(ctx context.Context, r *sandbox.Job) error {
 		run, err = k.Client.Create(ctx, in, kube.CreateOptions{ReadyTimeout: r.Options().ReadyTimeout, PodAddresses: k.PodAddresses, Adjust: addHolder(in.RuntimeImage)})
 		return err
 	})
+	var exited *kube.ExitedError
+	if errors.As(err, &exited) {
+		return err // a role that failed to start, as on Docker (exit 1)
+	}
 	if err != nil {
 		return exitcode.With(exitcode.Unavailable, err)
 	}
