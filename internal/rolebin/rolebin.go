@@ -43,6 +43,10 @@ const (
 type Choice struct {
 	Path string
 	Kind string
+	// Bytes are the role binary's bytes as they were checked (KindRole):
+	// the image is built from them, never from a second read of Path,
+	// which could name another file by then.
+	Bytes []byte
 }
 
 // Dir is where, beside the host binary, a release archive keeps the Linux
@@ -91,11 +95,13 @@ func Choose(self, goos, goarch, stamped string) (Choice, error) {
 }
 
 // checked is the role binary at role once its digest is one of stamped.
+// It is read once: the digest is of the bytes the Choice carries.
 func checked(self, role, stamped string) (Choice, error) {
-	sum, err := Digest(role)
+	b, err := os.ReadFile(role)
 	if err != nil {
 		return Choice{}, fmt.Errorf("reading the role binary: %w", err)
 	}
+	sum := Sum(b)
 	if stamped == "" {
 		return Choice{}, fmt.Errorf("the role binary %s was not built with the host binary %s, which was built without make and knows no role binary: rebuild both together (make build), or remove %s to put the host binary itself into the image",
 			role, self, role)
@@ -104,7 +110,13 @@ func checked(self, role, stamped string) (Choice, error) {
 		return Choice{}, fmt.Errorf("the role binary %s (SHA-256 %.12s) is not one built with the host binary %s (it knows %s): a stale or foreign role binary; rebuild both together (make build), or use the release archive as it came, or remove %s to put the host binary itself into the image",
 			role, sum, self, short(stamped), role)
 	}
-	return Choice{Path: role, Kind: KindRole}, nil
+	return Choice{Path: role, Kind: KindRole, Bytes: b}, nil
+}
+
+// Sum is the SHA-256 of b, in hex.
+func Sum(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
 }
 
 // Digest is the SHA-256 of the file at path, in hex.

@@ -1,6 +1,7 @@
 package rolebin
 
 import (
+	"bytes"
 	"encoding/binary"
 	"os"
 	"path/filepath"
@@ -66,26 +67,26 @@ func TestChooseRoleBinary(t *testing.T) {
 	// Nothing beside: the host binary itself (go install), when the
 	// engine runs it; with the engine's machine unknown, too.
 	for _, goarch := range []string{arch, ""} {
-		if c, err := Choose(f.self, "linux", goarch, ""); err != nil || c != (Choice{Path: f.self, Kind: KindSelf}) {
+		if c, err := Choose(f.self, "linux", goarch, ""); err != nil || !same(c, Choice{Path: f.self, Kind: KindSelf}) {
 			t.Errorf("nothing beside, engine %q: %+v (%v), want the host binary", goarch, c, err)
 		}
 	}
 
 	// In linux-<arch>/ (make dist), stamped: taken.
 	f.write(t, inDir, append(append([]byte(nil), f.elf...), "in-dir"...))
-	if c, err := Choose(f.self, "linux", arch, "0000 "+digest(t, inDir)); err != nil || c != (Choice{Path: inDir, Kind: KindRole}) {
+	if c, err := Choose(f.self, "linux", arch, "0000 "+digest(t, inDir)); err != nil || !same(c, Choice{Path: inDir, Kind: KindRole}) {
 		t.Errorf("stamped role binary in %s: %+v (%v)", Dir(arch), c, err)
 	}
 	// Beside it (make build), stamped: taken first.
 	f.write(t, besideRole, f.elf)
 	stamps := digest(t, besideRole) + " " + digest(t, inDir)
-	if c, err := Choose(f.self, "linux", arch, stamps); err != nil || c != (Choice{Path: besideRole, Kind: KindRole}) {
+	if c, err := Choose(f.self, "linux", arch, stamps); err != nil || !same(c, Choice{Path: besideRole, Kind: KindRole}) {
 		t.Errorf("stamped role binary beside: %+v (%v)", c, err)
 	}
 	// An engine of the other machine: this machine's role binaries are
 	// passed over, and the host binary returned (the image check then
 	// refuses it, with the reason).
-	if c, err := Choose(f.self, "linux", f.other, stamps); err != nil || c != (Choice{Path: f.self, Kind: KindSelf}) {
+	if c, err := Choose(f.self, "linux", f.other, stamps); err != nil || !same(c, Choice{Path: f.self, Kind: KindSelf}) {
 		t.Errorf("engine %s, no binary of its machine: %+v (%v), want the host binary", f.other, c, err)
 	}
 }
@@ -138,12 +139,12 @@ func TestChooseOtherMachine(t *testing.T) {
 	}
 	full := filepath.Join(f.dir, Dir(f.other), "mcpsidecar")
 	f.write(t, full, other)
-	if c, err := Choose(f.self, "linux", f.other, ""); err != nil || c != (Choice{Path: full, Kind: KindFull}) {
+	if c, err := Choose(f.self, "linux", f.other, ""); err != nil || !same(c, Choice{Path: full, Kind: KindFull}) {
 		t.Errorf("the older layout's full binary: %+v (%v), want %s", c, err, full)
 	}
 	role := filepath.Join(f.dir, Dir(f.other), "mcpsidecar-role")
 	f.write(t, role, other)
-	if c, err := Choose(f.self, "linux", f.other, digest(t, role)); err != nil || c != (Choice{Path: role, Kind: KindRole}) {
+	if c, err := Choose(f.self, "linux", f.other, digest(t, role)); err != nil || !same(c, Choice{Path: role, Kind: KindRole}) {
 		t.Errorf("the %s role binary: %+v (%v), want %s", f.other, c, err, role)
 	}
 }
@@ -153,5 +154,27 @@ func TestName(t *testing.T) {
 		if got := Name(host); got != want {
 			t.Errorf("Name(%q) = %q, want %q", host, got, want)
 		}
+	}
+}
+
+// same compares what Choose chose: the path and the kind.
+func same(a, b Choice) bool { return a.Path == b.Path && a.Kind == b.Kind }
+
+// TestChooseReadsOnce: the role binary's bytes are read once, and the
+// Choice carries the bytes whose digest was checked; a file swapped in
+// after the check changes nothing the image is built from (red team,
+// session 38: the image was read again by path, after the check).
+func TestChooseReadsOnce(t *testing.T) {
+	f := newFixture(t)
+	role := filepath.Join(f.dir, "mcpsidecar-role")
+	genuine := append(append([]byte(nil), f.elf...), "genuine"...)
+	f.write(t, role, genuine)
+	c, err := Choose(f.self, "linux", runtime.GOARCH, Sum(genuine))
+	if err != nil || c.Kind != KindRole {
+		t.Fatalf("Choose = %+v, %v; want the role binary", c, err)
+	}
+	f.write(t, role, append(append([]byte(nil), f.elf...), "tampered"...))
+	if !bytes.Equal(c.Bytes, genuine) || Sum(c.Bytes) != Sum(genuine) {
+		t.Errorf("the Choice's bytes are not the ones checked: %q", c.Bytes[len(f.elf):])
 	}
 }

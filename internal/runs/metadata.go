@@ -79,10 +79,13 @@ type Image struct {
 // ImageBinary is the binary that went into the image: its kind, "role"
 // (the slim role binary), "self" (the host binary), "full" (a full Linux
 // binary of an older archive's linux-<arch>/) or MCPSIDECAR_IMAGE_BINARY
-// (the binary that variable names), and its size.
+// (the binary that variable names); the path it was read from, its size
+// and the SHA-256 of the bytes the image (and a workload's launcher) holds.
 type ImageBinary struct {
 	Kind      string `json:"kind"`
+	Path      string `json:"path"`
 	SizeBytes int64  `json:"size_bytes"`
+	SHA256    string `json:"sha256"`
 }
 
 // Engine is the Docker daemon the run used.

@@ -77,7 +77,6 @@ func TestOwnWorkloadMountsArePlanned(t *testing.T) {
 	if len(planned.Containers) == 0 {
 		t.Fatalf("the plan hook never ran (run: %v)", err)
 	}
-	launcherMount := dockerx.Mount{Source: r.o.Getenv(EnvImageBinary), Target: LauncherPath, ReadOnly: true}
 	for _, st := range planned.Containers {
 		got, ok := r.f.Specs[st.Spec.Name]
 		if !ok {
@@ -85,8 +84,12 @@ func TestOwnWorkloadMountsArePlanned(t *testing.T) {
 			continue
 		}
 		want := st.Spec.Mounts
-		if st.Role == orchestrate.RoleAgent {
-			want = append(slices.Clone(want), launcherMount)
+		if st.Role == orchestrate.RoleAgent { // the launcher: a private copy (TestOwnWorkloadPlan)
+			i := slices.IndexFunc(got.Mounts, func(m dockerx.Mount) bool { return m.Target == LauncherPath })
+			if i < 0 {
+				t.Fatalf("no launcher mount: %+v", got.Mounts)
+			}
+			want = append(slices.Clone(want), dockerx.Mount{Source: got.Mounts[i].Source, Target: LauncherPath, ReadOnly: true})
 		}
 		if d := cmp.Diff(want, got.Mounts); d != "" {
 			t.Errorf("%s mounts (-planned +created):\n%s", st.Role, d)

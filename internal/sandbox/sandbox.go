@@ -21,6 +21,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/hostca"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
+	"github.com/mcpsidecar/mcpsidecar/internal/rolebin"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
 	"github.com/mcpsidecar/mcpsidecar/internal/timeline"
@@ -146,9 +147,13 @@ type job struct {
 	spec    *spec.Spec
 	profile *spec.Profile
 	image   dockerx.ImageFiles
-	dir     *runs.Dir
-	sess    *orchestrate.Session
-	labels  map[string]string
+	// imageBin is the binary the image was built from, read once; a
+	// workload's launcher is a private copy of it (launcherCopy).
+	imageBin    []byte
+	launcherDir string // that copy's directory, removed at the end
+	dir         *runs.Dir
+	sess        *orchestrate.Session
+	labels      map[string]string
 
 	secrets    []string // secret forwarded values, redacted from every artifact (redact.go)
 	stdout     Capture
@@ -368,11 +373,15 @@ func (j *job) imageFiles() (dockerx.ImageFiles, error) {
 		return dockerx.ImageFiles{}, err
 	}
 	binPath := choice.Path
-	bin, err := os.ReadFile(binPath)
-	if err != nil {
-		return dockerx.ImageFiles{}, fmt.Errorf("reading the binary for the image: %w", err)
+	bin := choice.Bytes // a role binary: the bytes its digest was checked on
+	if bin == nil {
+		if bin, err = os.ReadFile(binPath); err != nil {
+			return dockerx.ImageFiles{}, fmt.Errorf("reading the binary for the image: %w", err)
+		}
 	}
-	j.meta.Image.Binary = &runs.ImageBinary{Kind: choice.Kind, SizeBytes: int64(len(bin))}
+	// Read once: the image and the launcher (workload.go) are these bytes.
+	j.imageBin = bin
+	j.meta.Image.Binary = &runs.ImageBinary{Kind: choice.Kind, Path: binPath, SizeBytes: int64(len(bin)), SHA256: rolebin.Sum(bin)}
 	if err := j.checkImageBinary(bin, binPath); err != nil { // workload.go
 		return dockerx.ImageFiles{}, err
 	}
@@ -462,6 +471,7 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 			j.secureRunDir()
 		}
 	}
+	j.removeLauncherCopy() // workload.go
 	err := errors.Join(runErr, verdictErr)
 	j.meta.ExitCode = exitCodeOf(err)
 	if ctx.Err() != nil {

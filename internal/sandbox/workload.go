@@ -155,7 +155,7 @@ func (j *job) applyOwn(ctx context.Context, plan *orchestrate.Plan) error {
 	if err := spec.CheckCommand(own.Command); err != nil {
 		return exitcode.With(exitcode.Usage, fmt.Errorf("workload command: %w", err))
 	}
-	bin, err := j.binaryPath()
+	bin, err := j.launcherCopy()
 	if err != nil {
 		return err
 	}
@@ -204,11 +204,42 @@ const EnvWorkloadOutputDir = "MCPSIDECAR_OUTPUT_DIR"
 // launch command reads it).
 const envLaunchReportDir = launcher.EnvReportDir
 
-// binaryPath is the static binary the image is built from, which is also
-// the launcher mounted into a workload image.
-func (j *job) binaryPath() (string, error) {
-	c, err := j.imageBinary()
-	return c.Path, err
+// launcherCopy writes the binary the image was built from, as it was
+// read and checked then, into a private directory of its own and returns
+// the copy's path, which the workload's container binds read-only as its
+// launcher. Binding the binary's own path instead would let whoever can
+// write beside it swap another program in after the check (red team,
+// session 38: a stand-in launcher applied nothing, forged the hardening
+// report and the verdict passed). On the engine-only path the bind
+// becomes the launcher volume, whose digest is checked against the same
+// bytes (internal/dockerbackend).
+func (j *job) launcherCopy() (string, error) {
+	if j.imageBin == nil {
+		return "", errors.New("the launcher: no image binary was read")
+	}
+	if j.launcherDir == "" {
+		dir, err := os.MkdirTemp("", "mcpsidecar-launcher-")
+		if err != nil {
+			return "", fmt.Errorf("the launcher's private copy: %w", err)
+		}
+		j.launcherDir = dir
+		if err := os.WriteFile(filepath.Join(dir, "mcpsidecar"), j.imageBin, 0o555); err != nil {
+			return "", fmt.Errorf("the launcher's private copy: %w", err)
+		}
+	}
+	return filepath.Join(j.launcherDir, "mcpsidecar"), nil
+}
+
+// removeLauncherCopy removes the launcher's private copy once the run is
+// over; a kept workload container keeps it (gc does not know it: it is
+// in the system's temporary directory).
+func (j *job) removeLauncherCopy() {
+	if j.launcherDir == "" || j.o.Keep {
+		return
+	}
+	if err := os.RemoveAll(j.launcherDir); err != nil {
+		fmt.Fprintf(j.s.Err, "warning: removing the launcher's copy: %v\n", err)
+	}
 }
 
 // imageBinary is binaryPath and what kind of binary it is (internal/rolebin).

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -57,9 +58,15 @@ func TestOwnWorkloadPlan(t *testing.T) {
 		!cmp.Equal(got.Cmd, []string{"python3", "/app/agent.py"}) {
 		t.Errorf("image %q entrypoint %q cmd %q", got.Image, got.Entrypoint, got.Cmd)
 	}
+	// The launcher is a private copy of the image's binary, never the
+	// binary's own path (which could be swapped after it was checked),
+	// and the copy is gone once the run is over.
 	bin := r.o.Getenv(EnvImageBinary)
-	if !slices.Contains(got.Mounts, dockerx.Mount{Source: bin, Target: LauncherPath, ReadOnly: true}) {
-		t.Errorf("the launcher is not mounted read-only: %+v", got.Mounts)
+	i := slices.IndexFunc(got.Mounts, func(m dockerx.Mount) bool { return m.Target == LauncherPath })
+	if i < 0 || !got.Mounts[i].ReadOnly || got.Mounts[i].Source == bin || !strings.Contains(got.Mounts[i].Source, "mcpsidecar-launcher-") {
+		t.Errorf("the launcher is not a private copy mounted read-only: %+v", got.Mounts)
+	} else if _, err := os.Stat(got.Mounts[i].Source); !os.IsNotExist(err) {
+		t.Errorf("the launcher's copy %s is still there after the run: %v", got.Mounts[i].Source, err)
 	}
 	env := map[string]string{}
 	for _, e := range got.Env {
