@@ -227,10 +227,11 @@ func teardownChecks(r Record) []runs.Check {
 	return out
 }
 
-// The plan's role names (orchestrate.RoleGateway, RoleSidecar).
+// The plan's role names (orchestrate.RoleGateway, RoleSidecar, RoleAgent).
 const (
 	roleGateway = "gateway"
 	roleSidecar = "sidecar"
+	roleAgent   = "agent"
 )
 
 func (r Record) planned(role string) bool {

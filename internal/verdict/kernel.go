@@ -13,10 +13,16 @@ import (
 // which the run's own failure (a role that exited before it was ready)
 // would otherwise report as a runtime error. The message names the layer
 // and the measured ABI; the hint the way to accept it.
+//
+// A user's workload (run --image) writes its own output directory, where
+// the agent role's report lies: its refusal is not believed (red team,
+// session 38: a workload that wrote one turned its own run into exit 5
+// and a hint to soften the spec). The launcher that refuses there exits
+// before the workload runs, and that failure stands on its own.
 func kernelRefusal(r Record) error {
 	for _, c := range r.Containers {
 		h, ok := r.Hardening[c.Role]
-		if !ok || h.Refused == nil {
+		if !ok || h.Refused == nil || (r.Own && c.Role == roleAgent) {
 			continue
 		}
 		rf := h.Refused

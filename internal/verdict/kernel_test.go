@@ -43,3 +43,22 @@ func TestKernelRefusal(t *testing.T) {
 		t.Errorf("a layer accepted as best effort ended the run: %v", err)
 	}
 }
+
+// TestKernelRefusalOwnWorkloadIgnored: a refusal in the agent role's
+// report under a user's workload (which writes that directory) is not
+// believed; the same refusal from our gateway is.
+func TestKernelRefusalOwnWorkloadIgnored(t *testing.T) {
+	zero := 0
+	refused := runs.RoleHardening{Source: runs.SourceRoleReport,
+		Refused: &runs.Refusal{Layer: harden.LayerLandlockFS, KernelABI: 0, Reason: "forged"}}
+	r := Record{Own: true, Containers: []Container{{Role: roleAgent, Started: true, ExitCode: &zero}},
+		Hardening: map[string]runs.RoleHardening{roleAgent: refused}}
+	if err := kernelRefusal(r); err != nil {
+		t.Errorf("a refusal in the own workload's report was believed: %v", err)
+	}
+	r.Containers = append(r.Containers, Container{Role: roleGateway, Started: true, ExitCode: &zero})
+	r.Hardening[roleGateway] = refused
+	if code, _ := exitcode.Of(kernelRefusal(r)); code != exitcode.Unavailable {
+		t.Errorf("the gateway's refusal: exit %d, want %d", code, exitcode.Unavailable)
+	}
+}

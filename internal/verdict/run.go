@@ -78,7 +78,7 @@ func agentExitCode(path string) (int, error) {
 		return 0, fmt.Errorf("decoding %s: %w", filepath.Base(path), err)
 	}
 	for _, c := range md.Containers {
-		if c.Role == "agent" && c.ExitCode != nil {
+		if c.Role == roleAgent && c.ExitCode != nil {
 			return *c.ExitCode, nil
 		}
 	}
