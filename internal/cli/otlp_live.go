@@ -45,12 +45,12 @@ func hookLiveExport(so *sandbox.Options, f otlpFlags, errW io.Writer) *liveExpor
 	}
 	l := &liveExport{f: f, errW: errW}
 	prev := so.Watch
-	so.Watch = func(ctx context.Context, runDir string) {
+	so.Watch = func(ctx context.Context, runDir string, redact sandbox.Redactor) {
 		var wg sync.WaitGroup
 		if prev != nil {
-			wg.Go(func() { prev(ctx, runDir) })
+			wg.Go(func() { prev(ctx, runDir, redact) })
 		}
-		l.follow(ctx, runDir)
+		l.follow(ctx, runDir, redact)
 		wg.Wait()
 	}
 	return l
@@ -58,7 +58,7 @@ func hookLiveExport(so *sandbox.Options, f otlpFlags, errW io.Writer) *liveExpor
 
 // follow sends the run's spans as its logs grow, until ctx ends (the
 // workload's end); it never fails the run.
-func (l *liveExport) follow(ctx context.Context, runDir string) {
+func (l *liveExport) follow(ctx context.Context, runDir string, runRedact sandbox.Redactor) {
 	started := time.Now().Add(-time.Minute)
 	if m, err := runs.ReadMetadata(runDir); err == nil && !m.Started.IsZero() {
 		started = m.Started
@@ -78,7 +78,7 @@ func (l *liveExport) follow(ctx context.Context, runDir string) {
 	l.mu.Lock()
 	l.live, l.relay, l.exp, l.runDir = live, relay, exp, runDir
 	l.mu.Unlock()
-	redact := hostSecrets(os.Environ())
+	redact := liveRedaction(runRedact, os.Environ())
 	r := follow.NewRun(runDir, nil)
 	r.Redact = redact
 	add := func(it follow.Item) {
@@ -166,4 +166,21 @@ func (l *liveExport) relayed(ctx context.Context, runDir string) func(int) bool 
 		return nil
 	}
 	return relay.Finish(ctx)
+}
+
+// liveRedaction is what the live export removes from what it sends: the
+// run's own secrets (credentials included, whatever their variable's
+// name: red team, session 38, a credential read from GITHUB_PAT reached
+// the collector in clear), then any secret-named value of this host's.
+func liveRedaction(run sandbox.Redactor, environ []string) func([]byte) []byte {
+	host := hostSecrets(environ)
+	return func(b []byte) []byte {
+		if run != nil {
+			b = run(b)
+		}
+		if host != nil {
+			b = host(b)
+		}
+		return b
+	}
 }

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -27,8 +30,9 @@ func (o sandboxOptions) watchProgress(so *sandbox.Options, s Streams, out *sandb
 		return func() error { return nil }, nil
 	}
 	po := progress.Options{Start: time.Now()}
+	rw := &redactingWriters{}
 	if !o.quiet {
-		po.Lines = s.Err
+		po.Lines = rw.wrap(s.Err)
 	}
 	var file *os.File
 	switch o.events {
@@ -37,16 +41,19 @@ func (o sandboxOptions) watchProgress(so *sandbox.Options, s Streams, out *sandb
 		if o.json {
 			return nil, usageErrorf("--events - and --json both write to stdout: give --events a file")
 		}
-		po.Events, out.Out = s.Out, s.Err // stdout carries the events
+		po.Events, out.Out = rw.wrap(s.Out), s.Err // stdout carries the events
 	default:
 		f, err := os.OpenFile(o.events, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 		if err != nil {
 			return nil, usageErrorf("--events %s: %v", o.events, pathErr(err))
 		}
-		file, po.Events = f, f
+		file, po.Events = f, rw.wrap(f)
 	}
 	w := progress.New(po)
-	so.Watch = w.Watch
+	so.Watch = func(ctx context.Context, runDir string, redact sandbox.Redactor) {
+		rw.set(redact) // what the lines and events quote of the roles' logs leaves without the run's secrets
+		w.Watch(ctx, runDir)
+	}
 	prev := so.OnPhase
 	so.OnPhase = func(p runs.Phase) {
 		if prev != nil {
@@ -75,3 +82,36 @@ func pathErr(err error) error {
 	}
 	return err
 }
+
+// redactingWriters are the progress streams, each write passed through the
+// run's redaction once the run has one (sandbox.Options.Watch); before
+// that, phase lines carry no value of the run's.
+type redactingWriters struct {
+	mu     sync.Mutex
+	redact sandbox.Redactor
+}
+
+func (rw *redactingWriters) set(r sandbox.Redactor) {
+	rw.mu.Lock()
+	defer rw.mu.Unlock()
+	rw.redact = r
+}
+
+func (rw *redactingWriters) wrap(w io.Writer) io.Writer {
+	return writerFunc(func(p []byte) (int, error) {
+		rw.mu.Lock()
+		r := rw.redact
+		rw.mu.Unlock()
+		if r == nil {
+			return w.Write(p)
+		}
+		if _, err := w.Write(r(p)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	})
+}
+
+type writerFunc func(p []byte) (int, error)
+
+func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

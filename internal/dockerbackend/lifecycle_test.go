@@ -432,7 +432,7 @@ func TestLifecycleHooks(t *testing.T) {
 		return nil
 	}
 	watched := make(chan string, 1)
-	r.o.Watch = func(ctx context.Context, runDir string) {
+	r.o.Watch = func(ctx context.Context, runDir string, _ sandbox.Redactor) {
 		note("watch")
 		<-ctx.Done()
 		watched <- runDir

@@ -29,6 +29,9 @@ func forwardEnv(names []string, getenv func(string) string) (env []dockerx.EnvVa
 	return env, secrets
 }
 
+// Redactor removes the run's secret values from data (Options.Watch).
+type Redactor func(data []byte) []byte
+
 // redact removes every secret value from data ([redact.Values]), marked
 // as in a printed plan ([dockerx.Redacted]). The host knows the exact
 // values it passed in; the shape layer ([redact.String]) runs where text

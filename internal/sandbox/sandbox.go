@@ -107,8 +107,10 @@ type Options struct {
 	// directory and the plan exist until the workload has ended (before
 	// collect): ctx is cancelled then, and Run waits for Watch to return.
 	// It may read the run directory (runDir) to print progress; it must
-	// not write there.
-	Watch func(ctx context.Context, runDir string)
+	// not write there. redact removes every secret value the run holds
+	// (forwarded variables, credentials) from what it reads, as collect
+	// does for the record: anything it passes on must go through it.
+	Watch func(ctx context.Context, runDir string, redact Redactor)
 	// OnPhase is called after each phase with its record (the same one
 	// run-metadata.json gets).
 	OnPhase func(runs.Phase)

@@ -89,7 +89,7 @@ func (j *job) startWatch(ctx context.Context) {
 	j.watchStop, j.watchDone = cancel, make(chan struct{})
 	go func() {
 		defer close(j.watchDone)
-		j.o.Watch(wctx, j.dir.Path)
+		j.o.Watch(wctx, j.dir.Path, j.redact) // the run's secrets are all known by now (planInput)
 	}()
 }
 
