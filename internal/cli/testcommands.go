@@ -26,11 +26,3 @@ func addTestFlags(cmd *cobra.Command, o *sandboxOptions) {
 	_ = f.MarkHidden("x-workload-cmd")
 	_ = f.MarkHidden("x-gateway-cmd")
 }
-
-// addGatewayTestFlags adds the gateway role's hidden flag: a decision log
-// that fills in a few requests (the e2e test of the gateway's refuse-all
-// state, docs/egress.md).
-func addGatewayTestFlags(cmd *cobra.Command, logBudget *int64) {
-	cmd.Flags().Int64Var(logBudget, "x-log-budget", 0, "lower the decision log's byte budget (testing)")
-	_ = cmd.Flags().MarkHidden("x-log-budget")
-}

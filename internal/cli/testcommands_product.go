@@ -10,5 +10,3 @@ import "github.com/spf13/cobra"
 func testCommands() commandSet { return commandSet{} }
 
 func addTestFlags(*cobra.Command, *sandboxOptions) {}
-
-func addGatewayTestFlags(*cobra.Command, *int64) {}
