@@ -142,10 +142,9 @@ const ReadyByEngine = "the engine's report that the container runs (the host che
 // inside its init's network namespace.
 func (s *Session) readiness(r *Readiness, c *Container) (string, func(context.Context) error) {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(r.Port))
-	dial := func(ctx context.Context) (net.Conn, error) { return dialNetns(ctx, c.Process, addr) }
 	if r.TCP {
 		return "TCP connect " + addr + " in the container", func(ctx context.Context) error {
-			conn, err := dial(ctx)
+			conn, err := dialNetns(ctx, c.Process, addr)
 			if err != nil {
 				return err
 			}
@@ -153,11 +152,18 @@ func (s *Session) readiness(r *Readiness, c *Container) (string, func(context.Co
 		}
 	}
 	url := "http://" + addr + r.Path
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		Proxy: nil, DisableKeepAlives: true,
-		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dial(ctx) },
-	}}
-	return "GET " + url + " in the container", func(ctx context.Context) error { return inside.GetOK(ctx, client, url) }
+	return "GET " + url + " in the container", func(ctx context.Context) error {
+		// The process is read here, on the caller's goroutine: the
+		// transport may still be dialling after the check returned, when
+		// teardown has released it (CloseProcesses; a data race seen
+		// under -race).
+		p := c.Process
+		client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+			Proxy: nil, DisableKeepAlives: true,
+			DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) { return dialNetns(ctx, p, addr) },
+		}}
+		return inside.GetOK(ctx, client, url)
+	}
 }
 
 // dialNetns is the only way the session connects to a container. Threat:
