@@ -177,6 +177,37 @@ func (d *Dir) ReadOutput(role, src string) ([]byte, error) {
 	return data, nil
 }
 
+// ReplaceOutput writes data over role/name, a file a container wrote (the
+// harness's redaction of it, once the container has stopped: the raw copy
+// must not keep a secret the record removed). The data goes to a fresh
+// temporary name in the role's folder and is renamed over name, so a link
+// or a FIFO at name is replaced, never followed or opened.
+func (d *Dir) ReplaceOutput(role, name string, data []byte) error {
+	sub, err := d.root.OpenRoot(role)
+	if err != nil {
+		return fmt.Errorf("opening output directory %s: %w", role, err)
+	}
+	defer sub.Close()
+	tmp := ".mcpsidecar-" + name + ".tmp"
+	_ = sub.Remove(tmp)
+	f, err := sub.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("replacing %s/%s: %w", role, name, err)
+	}
+	_, werr := f.Write(data)
+	if cerr := f.Close(); werr == nil {
+		werr = cerr
+	}
+	if werr == nil {
+		werr = sub.Rename(tmp, name)
+	}
+	if werr != nil {
+		_ = sub.Remove(tmp)
+		return fmt.Errorf("replacing %s/%s: %w", role, name, werr)
+	}
+	return nil
+}
+
 // Secure makes what the containers left in each role's output directory
 // safe on the host, once they have stopped: every entry owned by uid:gid
 // (the user who started the run), no setuid, setgid or sticky bit, nothing

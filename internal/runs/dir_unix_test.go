@@ -173,3 +173,45 @@ func TestSecure(t *testing.T) {
 		t.Errorf("the role folder is not usable by its owner: %v", err)
 	}
 }
+
+// TestReplaceOutputNeverFollows: replacing a role's file puts new data at
+// the name; a link planted there is replaced, its target untouched, and
+// no temporary file is left.
+func TestReplaceOutputNeverFollows(t *testing.T) {
+	d := newRun(t)
+	if _, err := d.MkdirOutput("gateway", os.Getuid(), os.Getgid()); err != nil {
+		t.Fatal(err)
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("host file"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(d.Path, "gateway", "linked.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d.Path, "gateway", "plain.jsonl"), []byte("raw secret"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"linked.jsonl", "plain.jsonl"} {
+		if err := d.ReplaceOutput("gateway", name, []byte("redacted")); err != nil {
+			t.Fatalf("ReplaceOutput %s: %v", name, err)
+		}
+		st, err := os.Lstat(filepath.Join(d.Path, "gateway", name))
+		if err != nil || !st.Mode().IsRegular() {
+			t.Fatalf("%s after ReplaceOutput: %v, %v; want a regular file", name, st, err)
+		}
+		if got, _ := os.ReadFile(filepath.Join(d.Path, "gateway", name)); string(got) != "redacted" {
+			t.Errorf("%s = %q, want the new data", name, got)
+		}
+	}
+	if got, _ := os.ReadFile(victim); string(got) != "host file" {
+		t.Errorf("the link's target was written: %q", got)
+	}
+	entries, _ := os.ReadDir(filepath.Join(d.Path, "gateway"))
+	if len(entries) != 2 {
+		t.Errorf("gateway/ holds %v, want the two files only", entries)
+	}
+	if err := d.ReplaceOutput("nope", "x", nil); err == nil || !strings.Contains(err.Error(), "nope") {
+		t.Errorf("a missing role folder: %v, want an error naming it", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
@@ -220,6 +221,78 @@ func TestBackendSeamIsolation(t *testing.T) {
 		}
 		if !holds && res.Metadata.ExitCode != 4 {
 			t.Errorf("a layer that does not hold: exit %d (%v), want 4", res.Metadata.ExitCode, err)
+		}
+	}
+}
+
+// TestRawRoleCopiesRedacted: what a role wrote into its folder of the run
+// directory keeps no secret value once the run is over: its raw copy is
+// replaced by the same redaction as the collected artifact (issue 33: a
+// secret the workload put into its relayed telemetry stayed in
+// gateway/agent-telemetry.jsonl while agent-telemetry.jsonl was clean).
+// A file without a secret is left as the container wrote it.
+func TestRawRoleCopiesRedacted(t *testing.T) {
+	const secret = "sk-live-relay-0123456789"
+	r, b := fakeRig(t, orchestrate.WorkloadCheck)
+	var written []string
+	b.onApply = func(j *job) error {
+		j.secrets = append(j.secrets, secret)
+		for _, c := range j.sess.Containers {
+			role := c.Step.Role
+			if err := os.MkdirAll(filepath.Join(j.dir.Path, role), 0o700); err != nil {
+				return err
+			}
+			for _, name := range append([]string{runs.FileHardenReport}, runs.RoleFiles[role]...) {
+				p := filepath.Join(j.dir.Path, role, name)
+				if err := os.WriteFile(p, []byte(`{"line":"`+name+` carries `+secret+`"}`+"\n"), 0o644); err != nil {
+					return err
+				}
+				written = append(written, filepath.Join(role, name))
+			}
+			clean := filepath.Join(j.dir.Path, role, "unrelated.txt")
+			if err := os.WriteFile(clean, []byte("kept as written "+secret), 0o644); err != nil {
+				return err
+			}
+		}
+		code := 0
+		j.agentExit = &code
+		return nil
+	}
+	res, _ := r.run(context.Background())
+	if len(written) == 0 {
+		t.Fatal("the plan has no role with files to collect")
+	}
+	dir := res.RunDir
+	for _, rel := range written {
+		data, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Errorf("%s: %v", rel, err)
+			continue
+		}
+		if strings.Contains(string(data), secret) || !strings.Contains(string(data), dockerx.Redacted) {
+			t.Errorf("%s after the run = %q, want the secret redacted", rel, data)
+		}
+	}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() == "unrelated.txt" {
+			return err
+		}
+		if data, _ := os.ReadFile(p); strings.Contains(string(data), secret) {
+			t.Errorf("%s holds the secret after the run", p)
+		}
+		if strings.HasPrefix(d.Name(), ".mcpsidecar-") {
+			t.Errorf("%s: a temporary file was left", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A file the harness does not collect is the workload's own data.
+	for _, c := range res.Metadata.Containers {
+		data, err := os.ReadFile(filepath.Join(dir, c.Role, "unrelated.txt"))
+		if err != nil || !strings.Contains(string(data), secret) {
+			t.Errorf("%s/unrelated.txt = %q, %v: want it as the role wrote it", c.Role, data, err)
 		}
 	}
 }

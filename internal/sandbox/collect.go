@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -44,12 +45,12 @@ func (j *job) collectRole(ctx context.Context, c *orchestrate.Container) error {
 			fmt.Fprintf(j.s.Err, "warning: not collected: %v\n", err)
 			continue
 		}
-		if err := j.writeArtifact(name, data); err != nil {
+		if err := j.writeRedacted(role, name, name, data); err != nil {
 			return err
 		}
 	}
 	if data, err := j.dir.ReadOutput(role, runs.FileHardenReport); err == nil {
-		if err := j.writeArtifact(runs.CollectedHardenReport(role), data); err != nil {
+		if err := j.writeRedacted(role, runs.FileHardenReport, runs.CollectedHardenReport(role), data); err != nil {
 			return err
 		}
 	}
@@ -63,6 +64,33 @@ func (j *job) collectRole(ctx context.Context, c *orchestrate.Container) error {
 		return j.writeJSON(runs.FileSidecarMetadata, j.containerRecord(c))
 	}
 	return nil
+}
+
+// writeRedacted writes raw, read from role/name, as the artifact dst with
+// the run's secrets removed, and writes the same redaction over role/name:
+// the role's folder in the run directory is part of the record a user
+// keeps and shares, so its raw copy must not hold what the artifact
+// removed (a secret the workload put into its telemetry, a URL or its
+// answer). Before the run ends the raw file is the only copy; once its
+// container has stopped, the redacted one replaces it.
+func (j *job) writeRedacted(role, name, dst string, raw []byte) error {
+	red := j.redact(raw)
+	if err := j.dir.Write(dst, red); err != nil {
+		return err
+	}
+	j.redactOutput(role, name, raw, red)
+	return nil
+}
+
+// redactOutput writes red over role/name when it differs from raw; a
+// failure is an artifact problem, recorded and printed.
+func (j *job) redactOutput(role, name string, raw, red []byte) {
+	if bytes.Equal(raw, red) {
+		return
+	}
+	if err := j.dir.ReplaceOutput(role, name, red); err != nil {
+		j.artifactProblem(fmt.Errorf("the raw copy keeps a secret value: %w", err))
+	}
 }
 
 // logRecord is gateway-logs.json / mcp-sidecar-logs.json, as in the seed.
