@@ -82,7 +82,9 @@ func exportAfterRun(ctx context.Context, w io.Writer, f otlpFlags, runDir string
 func forwardAgentTelemetry(ctx context.Context, w io.Writer, runDir string, t otelexport.Target, quiet bool, skip func(int) bool) {
 	st, err := otelexport.ForwardAgentTelemetry(ctx, runDir, t, os.Getenv, skip)
 	if err != nil {
-		fmt.Fprintf(w, "warning: OpenTelemetry export of the agent's own telemetry: %v (%d of %d requests sent, %d of them during the run)\n", err, st.Sent+st.Live, st.Requests, st.Live)
+		fmt.Fprintf(w, "warning: OpenTelemetry export of the agent's own telemetry: %v\n", err)
+		fmt.Fprintf(w, "  %d of the %d requests the gateway relayed reached the collector (%d during the run); all %d are kept in the run directory: mcpsidecar runs export %s sends them again\n",
+			st.Sent+st.Live, st.Requests, st.Live, st.Requests, runDir)
 		return
 	}
 	if st.Requests > 0 && !quiet {

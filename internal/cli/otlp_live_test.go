@@ -89,3 +89,33 @@ func TestRelayPollSendsTheSpoolRedacted(t *testing.T) {
 		t.Errorf("collector got spans %q; want one, without the host's secret", names)
 	}
 }
+
+// TestForwardWarningCountsEveryRequest: when the collector takes none of
+// the relayed requests, the warning counts all of them, says they are
+// kept, and gives the command that sends them again (red team, session
+// 38: it said "0 of 1 requests sent" for a spool of many once the bound
+// ran out).
+func TestForwardWarningCountsEveryRequest(t *testing.T) {
+	line, _ := json.Marshal(egress.RelayLine{Time: time.Now(), Signal: otlpwire.Traces, Items: 1,
+		OTLP: json.RawMessage(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"traceId":"0af7651916cd43dd8448eb211c80319c","spanId":"b7ad6b7169203331","name":"act"}]}]}]}`)})
+	dir := t.TempDir()
+	spool := strings.Repeat(string(line)+"\n", 5)
+	if err := os.WriteFile(filepath.Join(dir, runs.FileAgentTelemetry), []byte(spool), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "refused", http.StatusBadRequest)
+	}))
+	defer srv.Close()
+	var out strings.Builder
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	forwardAgentTelemetry(ctx, &out, dir, otelexport.Target{Endpoint: srv.URL}, false, nil)
+	got := out.String()
+	for _, want := range []string{"warning: OpenTelemetry export of the agent's own telemetry: agent-telemetry.jsonl line 1: ", "(4 more failed)",
+		"0 of the 5 requests the gateway relayed reached the collector (0 during the run); all 5 are kept in the run directory: mcpsidecar runs export " + dir + " sends them again"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+}

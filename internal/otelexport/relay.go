@@ -29,12 +29,17 @@ import (
 // RelayStats is what [ForwardAgentTelemetry] did with the agent's own
 // telemetry that the gateway relayed.
 type RelayStats struct {
-	// Requests is how many the record holds; Sent, how many the
+	// Requests is how many the record holds, every one counted even
+	// when the bound ran out before they were tried; Sent, how many the
 	// collector took; Items, the spans, metrics and log records of those.
 	// Live is how many were sent during the run ([LiveRelay]) and not
-	// again (not in Sent).
+	// again (not in Sent). Requests - Sent - Live were not delivered:
+	// refused, failed, or never tried once the bound ran out.
 	Requests, Sent, Items, Live int
 }
+
+// Unsent is how many requests of the record the collector did not take.
+func (s RelayStats) Unsent() int { return s.Requests - s.Sent - s.Live }
 
 // maxRelayLine bounds one line of the spool as read back: a payload of
 // at most egress.DefaultRelayMaxBody bytes, as OTLP/JSON.
@@ -68,33 +73,74 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 	defer fw.stop(context.WithoutCancel(ctx))
 	sc := bufio.NewScanner(io.LimitReader(f, runs.MaxCopyBytes))
 	sc.Buffer(make([]byte, 64<<10), maxRelayLine)
-	var errs []error
+	var fails sendFailures
 	for n := 1; sc.Scan(); n++ {
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
 		st.Requests++
-		if skip != nil && skip(n) {
+		switch {
+		case skip != nil && skip(n):
 			st.Live++
 			st.Items += itemsOf(sc.Bytes())
-			continue
-		}
-		items, err := fw.send(ctx, sc.Bytes())
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("%s line %d: %w", runs.FileAgentTelemetry, n, err))
+		case ctx.Err() != nil:
+			fails.untried++ // counted, not tried: the bound ran out
 		default:
+			items, err := fw.send(ctx, sc.Bytes())
+			if err != nil {
+				fails.add(n, err)
+				continue
+			}
 			st.Sent++
 			st.Items += items
 		}
-		if ctx.Err() != nil {
-			break
-		}
+	}
+	var errs []error
+	if err := fails.err(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if err := sc.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("reading %s: %w", runs.FileAgentTelemetry, err))
 	}
 	return st, errors.Join(errs...)
+}
+
+// sendFailures sums up the requests the collector did not take, in one
+// error: the first failure with its line, how many others failed, and how
+// many were not tried once the bound ran out (a collector that refuses
+// each of 1,000 requests is one line of warning, not 1,000).
+type sendFailures struct {
+	first   error
+	failed  int // sends that failed, the first included
+	untried int
+}
+
+func (f *sendFailures) add(line int, err error) {
+	if f.first == nil {
+		f.first = fmt.Errorf("%s line %d: %w", runs.FileAgentTelemetry, line, err)
+	}
+	f.failed++
+}
+
+func (f *sendFailures) err(ctx context.Context) error {
+	if f.failed == 0 && f.untried == 0 {
+		return nil
+	}
+	var more []string
+	if f.failed > 1 {
+		more = append(more, fmt.Sprintf("%d more failed", f.failed-1))
+	}
+	if f.untried > 0 {
+		more = append(more, fmt.Sprintf("%d not tried: %v", f.untried, context.Cause(ctx)))
+	}
+	first := f.first
+	if first == nil {
+		return errors.New(strings.Join(more, "; "))
+	}
+	if len(more) > 0 {
+		return fmt.Errorf("%w (%s)", first, strings.Join(more, "; "))
+	}
+	return first
 }
 
 // itemsOf is the item count the gateway wrote on a spool line (0 when it

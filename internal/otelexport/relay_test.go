@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -150,7 +151,16 @@ func TestForwardCollectorDownOrSilent(t *testing.T) {
 	down, _ := net.Listen("tcp", "127.0.0.1:0")
 	downAddr := down.Addr().String()
 	down.Close()
-	dir := writeSpool(t, spoolLine(otlpwire.Traces, spoolTraces), spoolLine(otlpwire.Metrics, spoolMetrics))
+	dir := writeSpool(t, spoolLine(otlpwire.Traces, spoolTraces), spoolLine(otlpwire.Metrics, spoolMetrics),
+		spoolLine(otlpwire.Logs, spoolLogs), spoolLine(otlpwire.Traces, spoolTraces))
+	// What the error says of the four: the first failure by its line,
+	// then the others as one count (a down collector refuses each at
+	// once; a silent one holds the first until the bound, and the rest
+	// are not tried).
+	wantErr := map[string]*regexp.Regexp{
+		"down":   regexp.MustCompile(`^agent-telemetry\.jsonl line 1: .*\(3 more failed\)$`),
+		"silent": regexp.MustCompile(`^agent-telemetry\.jsonl line 1: .*\(3 not tried: context deadline exceeded\)$`),
+	}
 	for name, addr := range map[string]string{"down": downAddr, "silent": silent.Addr().String()} {
 		t.Run(name, func(t *testing.T) {
 			const bound = 700 * time.Millisecond
@@ -160,7 +170,16 @@ func TestForwardCollectorDownOrSilent(t *testing.T) {
 			st, err := ForwardAgentTelemetry(ctx, dir, Target{Endpoint: "http://" + addr}, func(string) string { return "" }, nil)
 			took := time.Since(start)
 			if err == nil || st.Sent != 0 {
-				t.Errorf("sent %d with no error to a collector %s", st.Sent, name)
+				t.Fatalf("sent %d with no error to a collector %s", st.Sent, name)
+			}
+			// Every request is counted, tried or not (red team, session
+			// 38: the count stopped at the first line once the bound
+			// ran out, and the warning said "0 of 1").
+			if st.Requests != 4 || st.Unsent() != 4 {
+				t.Errorf("stats %+v, want 4 requests, 4 unsent", st)
+			}
+			if !wantErr[name].MatchString(err.Error()) {
+				t.Errorf("error %q, want it to match %s", err, wantErr[name])
 			}
 			if took > bound+500*time.Millisecond {
 				t.Errorf("took %v with a bound of %v", took, bound)
