@@ -49,8 +49,21 @@ type relaySpan struct {
 
 // spanReceiver is a loopback OTLP/HTTP traces receiver keeping every span.
 type spanReceiver struct {
-	mu    sync.Mutex
-	spans []relaySpan
+	mu     sync.Mutex
+	spans  []relaySpan
+	bodies [][]byte
+}
+
+// got reports whether any request's body held s.
+func (o *spanReceiver) got(s string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, b := range o.bodies {
+		if bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
 }
 
 func (o *spanReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -62,6 +75,7 @@ func (o *spanReceiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := time.Now()
 	o.mu.Lock()
+	o.bodies = append(o.bodies, body)
 	for _, rs := range req.ResourceSpans {
 		for _, ss := range rs.ScopeSpans {
 			for _, sp := range ss.Spans {
@@ -117,19 +131,27 @@ func relayRunSpec(t *testing.T, bin, dir, spec, workload, otlp string) relayRun 
 		t.Fatalf("want one run directory in %s, got %v\nstderr:\n%s", runsDir, runs, r.stderr)
 	}
 	r.dir = runs[0]
-	f, err := os.Open(filepath.Join(r.dir, "egress-decisions.jsonl"))
+	r.decisions = relayDecisions(t, r.dir)
+	return r
+}
+
+// relayDecisions reads the run's decision log.
+func relayDecisions(t *testing.T, runDir string) []map[string]any {
+	t.Helper()
+	f, err := os.Open(filepath.Join(runDir, "egress-decisions.jsonl"))
 	if err != nil {
 		t.Fatalf("the run has no decision log: %v", err)
 	}
 	defer f.Close()
+	var out []map[string]any
 	for sc := bufio.NewScanner(f); sc.Scan(); {
 		var d map[string]any
 		if err := json.Unmarshal(sc.Bytes(), &d); err != nil {
 			t.Fatalf("decision line %q: %v", sc.Text(), err)
 		}
-		r.decisions = append(r.decisions, d)
+		out = append(out, d)
 	}
-	return r
+	return out
 }
 
 const relaySpec = "schema_version = 1\ncapabilities = [\"network\"]\nagent_telemetry = true\n"
@@ -145,7 +167,20 @@ func TestAgentTelemetryRelay(t *testing.T) {
 	t.Cleanup(func() { agRemoveRunImages(dir) })
 
 	t.Run("asked", func(t *testing.T) {
-		r := relayRunSpec(t, bin, dir, relaySpec, "x-otlp,--spans,3", otlp)
+		// The workload puts a secret the host forwarded it into its
+		// spans: the record, the gateway's folder included, and the
+		// collector get its redaction.
+		const secret = "relay-secret-0123456789abcdef"
+		t.Setenv("RELAY_TOKEN", secret)
+		spec := relaySpec + "\n[[environment_variables]]\nname = \"RELAY_TOKEN\"\nfrom_host = true\n"
+		r := relayRunSpec(t, bin, dir, spec, "x-otlp,--spans,3,--attribute-env,RELAY_TOKEN", otlp)
+		agCheckNoSecret(t, r.dir, secret)
+		if rcv.got(secret) {
+			t.Error("the collector got the secret")
+		}
+		if raw, err := os.ReadFile(filepath.Join(r.dir, "gateway", "agent-telemetry.jsonl")); err != nil || !strings.Contains(string(raw), "<redacted>") {
+			t.Errorf("gateway/agent-telemetry.jsonl (%v) has no redacted value: the workload's attribute never carried the secret", err)
+		}
 		if !strings.Contains(r.stdout, "x-otlp: 3 spans sent") {
 			t.Fatalf("the workload did not send its spans (run: %v)\nstdout:\n%s\nstderr:\n%s", r.err, r.stdout, r.stderr)
 		}

@@ -12,9 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // newOTLPCmd is a hidden workload for the harness's own tests: an agent
@@ -26,6 +28,7 @@ func newOTLPCmd(s Streams) *cobra.Command {
 	var n int
 	var proxy bool
 	var every time.Duration
+	var attrEnv []string
 	cmd := &cobra.Command{
 		Use:    "x-otlp",
 		Short:  "Send N spans over OTLP/HTTP as the standard OTEL_* variables say (a workload for the harness's tests)",
@@ -52,7 +55,11 @@ func newOTLPCmd(s Streams) *cobra.Command {
 				if i > 0 && every > 0 {
 					time.Sleep(every)
 				}
-				_, sp := tracer.Start(ctx, fmt.Sprintf("agent step %d", i))
+				var attrs []attribute.KeyValue
+				for _, name := range attrEnv {
+					attrs = append(attrs, attribute.String("workload.env."+name, os.Getenv(name)))
+				}
+				_, sp := tracer.Start(ctx, fmt.Sprintf("agent step %d", i), trace.WithAttributes(attrs...))
 				sp.End()
 			}
 			sctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), 10*time.Second)
@@ -71,5 +78,6 @@ func newOTLPCmd(s Streams) *cobra.Command {
 	cmd.Flags().IntVar(&n, "spans", 3, "how many spans")
 	cmd.Flags().BoolVar(&proxy, "proxy", false, "send through $HTTP_PROXY, whatever $NO_PROXY says")
 	cmd.Flags().DurationVar(&every, "every", 0, "wait this long between spans (a workload that keeps sending while it runs)")
+	cmd.Flags().StringSliceVar(&attrEnv, "attribute-env", nil, "give each span the value of this environment variable as an attribute (a workload that leaks what it can read)")
 	return cmd
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/holder"
 	"github.com/mcpsidecar/mcpsidecar/internal/hostoutput"
+	"github.com/mcpsidecar/mcpsidecar/internal/livecopy"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 	"github.com/mcpsidecar/mcpsidecar/internal/spec"
@@ -272,37 +273,14 @@ func (b *backend) readOutputVolume(ctx context.Context, role string) ([]string, 
 		pw.CloseWithError(err)
 		done <- err
 	}()
-	written, untarErr := holder.UntarWith(pr, dst, names, holder.OutputCap, writeGrow) // over the live copies, in place
+	written, untarErr := holder.UntarWith(pr, dst, names, holder.OutputCap, livecopy.WriteGrow) // over the live copies, in place
 	pr.CloseWithError(errors.New("stopped reading"))
 	err = <-done
-	problems := append(b.readerNotes(role, errb.String()), removeStale(dst, names, written)...)
+	problems := append(b.readerNotes(role, errb.String()), livecopy.RemoveStale(dst, names, written)...)
 	if err != nil {
 		return problems, fmt.Errorf("reading the %s output volume: %w", role, err)
 	}
 	return problems, untarErr
-}
-
-// removeStale removes each live copy the final read did not write: a file
-// the role deleted, or made a link or a FIFO, at the end, or one the read
-// stopped before. The record holds what the volume held at the end, or
-// nothing; never an earlier copy (red team: a workload deleted its answer
-// after the live copy was made, and the stale copy passed the verdict).
-func removeStale(dst *os.Root, names, written []string) []string {
-	var problems []string
-	for _, name := range names {
-		if slices.Contains(written, name) {
-			continue
-		}
-		if _, err := dst.Lstat(name); err != nil {
-			continue // never copied
-		}
-		if err := dst.Remove(name); err != nil {
-			problems = append(problems, fmt.Sprintf("%s: not read at the end, and its live copy could not be removed: %v", name, err))
-			continue
-		}
-		problems = append(problems, name+": not read from the volume at the end; the live copy made during the run is removed")
-	}
-	return problems
 }
 
 // readerNotes splits the reader's stderr: the files it left out and why
@@ -336,140 +314,26 @@ func (b *backend) removeOutputVolumes(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// mirrorEvery is how often the roles' logs are copied from their volumes
-// into the run directory while the run goes.
-const mirrorEvery = time.Second
-
-// mirrorBudget bounds what the live copy reads of one role through the
-// holder in a run: each tick reads the role's logs whole, so a role whose
-// logs are large and rewritten (red team: four 60 MiB logs changed every
-// 300 ms made the harness write 2 GB in 20 s) would have the host copy
-// without end. Past it the role's live copy stops; the final read is
-// whole and exact whatever the budget.
-var mirrorBudget int64 = 512 << 20
-
-// startMirror copies, every mirrorEvery until stopped (and once more at
-// the stop), each role's logs
-// (runs.RoleFiles) from its volume into its output directory of the run
-// directory, through the holder's reader, each file grown by what it
-// gained (writeGrow: the same file, appended to, as a role's own): so
-// what reads the run directory while the run goes (run's progress lines,
-// runs tail, the live export) sees the record as it grows, as with host
-// directories. The copies are not the record: collect reads every file
-// again, and writes it over them (readOutputVolume).
+// startMirror copies each role's logs from its volume into its output
+// directory of the run directory while the run goes, and once more at the
+// stop (internal/livecopy), through the holder's reader. collect reads
+// every file again, and writes it over them (readOutputVolume).
 func (b *backend) startMirror(ctx context.Context) (stop func()) {
 	var roles []string
 	for _, st := range b.r.Session().Plan.Containers {
-		roles = append(roles, st.Role)
+		if b.volumes.byRole[st.Role] != "" {
+			roles = append(roles, st.Role)
+		}
 	}
-	return b.mirror(ctx, b.r.Engine(), b.r.Dir(), roles, b.r.Say)
+	stopCopy := livecopy.Start(ctx, b.r.Dir(), roles, b.volumeSource(b.r.Engine()), b.r.Say)
+	return func() { stopCopy(true) }
 }
 
-// mirror is startMirror's work, over the engine e and the run directory
-// dir, for roles; say prints a note.
-func (b *backend) mirror(ctx context.Context, e dockerx.Engine, dir string, roles []string, say func(string, ...any)) (stop func()) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	copied := map[string]int64{} // bytes read through the holder, per role
-	mirror := func(ctx context.Context) {
-		for _, role := range roles {
-			if b.volumes.byRole[role] == "" || len(runs.RoleFiles[role]) == 0 || copied[role] > mirrorBudget {
-				continue
-			}
-			n, _ := b.mirrorRole(ctx, e, dir, role)
-			if copied[role] += n; copied[role] > mirrorBudget {
-				say("note: the live copy of the %s logs stopped after %d MiB (they churn); the record is read whole at the end", role, copied[role]>>20)
-			}
-		}
+// volumeSource reads a role's files from its volume through the holder.
+func (b *backend) volumeSource(e dockerx.Engine) livecopy.Source {
+	return func(ctx context.Context, role string, names []string, w io.Writer) error {
+		return e.Exec(ctx, b.volumes.holder, b.volumes.users[role], holder.ReadArgs(holderMount(role), holder.OutputCap, names), w, io.Discard)
 	}
-	go func() {
-		defer close(done)
-		tick := time.NewTicker(mirrorEvery)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-			}
-			mirror(ctx)
-		}
-	}()
-	return func() {
-		cancel()
-		<-done
-		last, cancelLast := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancelLast()
-		mirror(last)
-	}
-}
-
-// mirrorRole copies one role's logs and says how many bytes it read; a
-// failure is left to the next tick and to collect.
-func (b *backend) mirrorRole(ctx context.Context, e dockerx.Engine, dir, role string) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	dst, err := os.OpenRoot(filepath.Join(dir, role))
-	if err != nil {
-		return 0, err
-	}
-	defer dst.Close()
-	names := runs.RoleFiles[role]
-	pr, pw := io.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		err := e.Exec(ctx, b.volumes.holder, b.volumes.users[role], holder.ReadArgs(holderMount(role), holder.OutputCap, names), pw, io.Discard)
-		pw.CloseWithError(err)
-		done <- err
-	}()
-	cr := &countingReader{r: pr}
-	_, err = holder.UntarWith(cr, dst, names, holder.OutputCap, writeGrow)
-	pr.CloseWithError(errors.New("stopped reading"))
-	return cr.n, errors.Join(<-done, err)
-}
-
-// writeGrow makes name in dst exactly the size bytes of r, in place: when
-// the file already holds a prefix of them (the copy made a second ago of
-// a log that only grows) only the rest is appended; otherwise it is
-// rewritten from the start. The file stays the same file, so readers
-// that follow it by offset and inode (run's progress lines, runs tail)
-// see it grow. The run directory's role folders are written by the
-// harness alone on this path: no container writes there.
-func writeGrow(dst *os.Root, name string, r io.Reader, size int64) error {
-	f, err := dst.OpenFile(name, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	if !fi.Mode().IsRegular() {
-		return fmt.Errorf("%s is not a regular file", name)
-	}
-	have := min(fi.Size(), size)
-	head := make([]byte, have)
-	if _, err := io.ReadFull(r, head); err != nil {
-		return err
-	}
-	old := make([]byte, have)
-	if _, err := f.ReadAt(old, 0); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	if fi.Size() > size || !bytes.Equal(old, head) {
-		if err := f.Truncate(0); err != nil {
-			return err
-		}
-		if _, err := f.WriteAt(head, 0); err != nil {
-			return err
-		}
-	}
-	if _, err := f.Seek(have, io.SeekStart); err != nil {
-		return err
-	}
-	_, err = io.CopyN(f, r, size-have)
-	return err
 }
 
 // removeCommand adds the holder and the output volumes to a kept run's
@@ -490,16 +354,4 @@ func (ov *outputVolumes) removeCommand(cmd []string) []string {
 		parts = append(parts, "docker volume rm "+strings.Join(ov.created, " "))
 	}
 	return []string{cmd[0], cmd[1], strings.Join(parts, " && ")}
-}
-
-// countingReader counts what is read through it.
-type countingReader struct {
-	r io.Reader
-	n int64
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.n += int64(n)
-	return n, err
 }

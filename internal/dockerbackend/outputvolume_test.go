@@ -11,10 +11,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
-	"github.com/mcpsidecar/mcpsidecar/internal/dockerx/dockerxtest"
 	"github.com/mcpsidecar/mcpsidecar/internal/hold"
 	"github.com/mcpsidecar/mcpsidecar/internal/holder"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
@@ -171,39 +169,6 @@ func TestOutputVolumeOptions(t *testing.T) {
 	}
 }
 
-// TestWriteGrow: the live copy grows by what the source gained, in place
-// (same file), and starts over when the source is shorter.
-func TestWriteGrow(t *testing.T) {
-	dir := t.TempDir()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	write := func(s string) {
-		t.Helper()
-		if err := writeGrow(root, "log.jsonl", strings.NewReader(s), int64(len(s))); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("a\n")
-	before, _ := os.Stat(filepath.Join(dir, "log.jsonl"))
-	write("a\nb\n")
-	after, _ := os.Stat(filepath.Join(dir, "log.jsonl"))
-	if got, _ := os.ReadFile(filepath.Join(dir, "log.jsonl")); string(got) != "a\nb\n" || !os.SameFile(before, after) {
-		t.Errorf("after growth: %q (same file %v)", got, os.SameFile(before, after))
-	}
-	write("x\n")
-	if got, _ := os.ReadFile(filepath.Join(dir, "log.jsonl")); string(got) != "x\n" {
-		t.Errorf("after a shorter source: %q", got)
-	}
-	write("y\nc\n") // the prefix changed: rewritten, not appended to
-	last, _ := os.Stat(filepath.Join(dir, "log.jsonl"))
-	if got, _ := os.ReadFile(filepath.Join(dir, "log.jsonl")); string(got) != "y\nc\n" || !os.SameFile(before, last) {
-		t.Errorf("after a changed prefix: %q (same file %v)", got, os.SameFile(before, last))
-	}
-}
-
 // TestVolumeOutputFailureLeavesNothing: a failure while the output
 // volumes and their holder are made (a volume the engine refuses, the
 // holder not created or not started) fails the run-dir phase and removes
@@ -285,36 +250,6 @@ func TestHolderRunsOurImage(t *testing.T) {
 	}
 }
 
-// TestRemoveStale: after the final read, a live copy the read did not
-// write (the role deleted the file, or swapped it for a FIFO, at the end)
-// is removed and said; what the read wrote and what was never copied are
-// left alone.
-func TestRemoveStale(t *testing.T) {
-	dir := t.TempDir()
-	for _, n := range []string{"answer.txt", "agent-turns.jsonl", "kept.json"} {
-		if err := os.WriteFile(filepath.Join(dir, n), []byte("early copy"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	problems := removeStale(root, []string{"answer.txt", "agent-turns.jsonl", "kept.json", "never.json"}, []string{"kept.json"})
-	for _, n := range []string{"answer.txt", "agent-turns.jsonl"} {
-		if _, err := os.Lstat(filepath.Join(dir, n)); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("%s: the stale live copy is still there (%v)", n, err)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "kept.json")); err != nil {
-		t.Errorf("the file the read wrote is gone: %v", err)
-	}
-	if len(problems) != 2 || !strings.Contains(problems[0], "answer.txt") || !strings.Contains(problems[1], "live copy") {
-		t.Errorf("problems %q, want one per removed copy", problems)
-	}
-}
-
 // TestVolumeOutputKeep: a kept run on the engine-only path keeps its
 // holder and volumes, and the remove command it prints names them, the
 // volumes last (red team: the command left them, and gc keeps kept runs).
@@ -341,57 +276,5 @@ func TestVolumeOutputKeep(t *testing.T) {
 		if !strings.Contains(cmd[2][volumes:], v) {
 			t.Errorf("remove command %q does not name volume %s", cmd[2], v)
 		}
-	}
-}
-
-// TestMirrorBudget: the live copy of a role stops once it has read its
-// budget through the holder (each tick reads the logs whole); without the
-// budget it copies at every tick.
-func TestMirrorBudget(t *testing.T) {
-	reads := func(budget int64) int {
-		defer func(b int64) { mirrorBudget = b }(mirrorBudget)
-		mirrorBudget = budget
-		f := dockerxtest.New()
-		var mu sync.Mutex
-		n := 0
-		f.ExecFunc = func(id, user string, argv []string, stdout, stderr io.Writer) error {
-			mu.Lock()
-			n++
-			mu.Unlock()
-			dir := t.TempDir()
-			if err := os.WriteFile(filepath.Join(dir, runs.FileDecisions), []byte(strings.Repeat("x", 100)), 0o600); err != nil {
-				return err
-			}
-			return holder.WriteOutput(stdout, dir, runs.RoleFiles[orchestrate.RoleGateway], runs.MaxCopyBytes, stderr)
-		}
-		dir, err := runs.Create(t.TempDir(), time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := dir.MkdirOutput(orchestrate.RoleGateway, os.Getuid(), os.Getgid()); err != nil {
-			t.Fatal(err)
-		}
-		holder, err := f.CreateContainer(context.Background(), dockerx.ContainerSpec{Name: "holder"})
-		if err != nil || f.StartContainer(context.Background(), holder) != nil {
-			t.Fatalf("the fake holder: %v", err)
-		}
-		var errb strings.Builder
-		b := &backend{volumes: &outputVolumes{holder: holder, byRole: map[string]string{orchestrate.RoleGateway: "v"}, users: map[string]string{}}}
-		say := func(format string, args ...any) { fmt.Fprintf(&errb, format+"\n", args...) }
-		stop := b.mirror(context.Background(), f, dir.Path, []string{orchestrate.RoleGateway}, say)
-		time.Sleep(2*mirrorEvery + mirrorEvery/2)
-		stop()
-		if budget < 100 && !strings.Contains(errb.String(), "live copy of the gateway logs stopped") {
-			t.Errorf("budget %d: no note on stderr: %q", budget, errb.String())
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		return n
-	}
-	if got := reads(10); got != 1 {
-		t.Errorf("with a budget of 10 bytes the gateway's logs were read %d times, want once", got)
-	}
-	if got := reads(1 << 20); got < 3 {
-		t.Errorf("within the budget the gateway's logs were read %d times in 2.5 ticks, want one per tick and the last", got)
 	}
 }

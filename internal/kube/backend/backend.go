@@ -152,6 +152,7 @@ func (b *kubeBackend) Apply(ctx context.Context, r *sandbox.Job) error {
 	if err := b.measureLayers(ctx, r, run); err != nil {
 		return err
 	}
+	defer b.startLiveCopy(ctx, r)() // the logs, live, and a last copy (output.go)
 	return r.Phase(orchestrate.PhaseWait, func() error { return b.wait(ctx, r) })
 }
 

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/holder"
+	"github.com/mcpsidecar/mcpsidecar/internal/livecopy"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/sandbox"
 )
@@ -42,16 +43,42 @@ func (b *kubeBackend) readOutput(ctx context.Context, r *sandbox.Job, c *orchest
 		pw.CloseWithError(res.err)
 		done <- res
 	}()
-	untarErr := holder.Untar(pr, dst, names, holder.OutputCap)
-	pr.CloseWithError(errors.New("stopped reading")) // the exec then ends
+	written, untarErr := holder.UntarWith(pr, dst, names, holder.OutputCap, livecopy.WriteGrow) // over the live copies, in place
+	pr.CloseWithError(errors.New("stopped reading"))                                            // the exec then ends
 	res := <-done
 	for _, n := range res.notes {
 		r.Say("%s output reader: %s", role, n)
 	}
+	problems := append(res.problems, livecopy.RemoveStale(dst, names, written)...)
 	if res.err != nil {
-		return res.problems, res.err
+		return problems, res.err
 	}
-	return res.problems, untarErr
+	return problems, untarErr
+}
+
+// startLiveCopy copies each role's logs from its pod into the run
+// directory while the run goes (internal/livecopy), so progress lines,
+// runs tail and the OpenTelemetry live export and relay see the record
+// grow as on Docker; stop ends it with a last copy. Stop's final read
+// (readOutput) writes over the copies and removes what it did not read.
+func (b *kubeBackend) startLiveCopy(ctx context.Context, r *sandbox.Job) (stop func()) {
+	dirs := map[string]string{}
+	var roles []string
+	for _, c := range r.Session().Containers {
+		if dir, ok := podOutputDir(c.Step); ok {
+			dirs[c.Step.Role], roles = dir, append(roles, c.Step.Role)
+		}
+	}
+	ns, pods := b.ns, map[string]string{}
+	for _, c := range r.Session().Containers {
+		pods[c.Step.Role] = c.ID
+	}
+	src := func(ctx context.Context, role string, names []string, w io.Writer) error {
+		_, _, err := b.k.Client.ReadOutput(ctx, ns, pods[role], dirs[role], names, holder.OutputCap, w)
+		return err
+	}
+	stopCopy := livecopy.Start(ctx, r.Dir(), roles, src, r.Say)
+	return func() { stopCopy(true) }
 }
 
 // podOutputDir is the container path of the role's output directory.
