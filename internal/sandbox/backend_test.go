@@ -17,6 +17,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/dockerx"
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // fakeBackend records the lifecycle's calls and creates nothing on an
@@ -294,5 +295,61 @@ func TestRawRoleCopiesRedacted(t *testing.T) {
 		if err != nil || !strings.Contains(string(data), secret) {
 			t.Errorf("%s/unrelated.txt = %q, %v: want it as the role wrote it", c.Role, data, err)
 		}
+	}
+}
+
+// TestHeldLeakFoundBeforeRedaction: a value the gateway held, written by
+// the workload into a file of its folder, fails the verdict's check
+// naming that file, although the folder is redacted afterwards (the
+// check reads the folders as the containers left them), and the record
+// then keeps no copy of the value.
+func TestHeldLeakFoundBeforeRedaction(t *testing.T) {
+	const key = "sk-held-by-the-gateway-0123456789"
+	r, b := fakeRig(t, orchestrate.WorkloadCheck)
+	getenv := r.o.Getenv
+	r.o.Getenv = func(k string) string {
+		if k == "OPENAI_API_KEY" {
+			return key
+		}
+		return getenv(k)
+	}
+	b.onApply = func(j *job) error {
+		if err := os.MkdirAll(filepath.Join(j.dir.Path, orchestrate.RoleAgent), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(j.dir.Path, orchestrate.RoleAgent, runs.FileAnswer), []byte("the key is "+key+"\n"), 0o644); err != nil {
+			return err
+		}
+		code := 0
+		j.agentExit = &code
+		return nil
+	}
+	res, _ := r.run(context.Background())
+	var held *runs.Check
+	for i, c := range res.Metadata.Verdict.Checks {
+		if c.Name == verdict.CheckHeldStayed {
+			held = &res.Metadata.Verdict.Checks[i]
+		}
+	}
+	if held == nil {
+		t.Fatalf("no %q check: %+v", verdict.CheckHeldStayed, res.Metadata.Verdict.Checks)
+	}
+	if held.OK || !strings.Contains(held.Detail, filepath.Join(orchestrate.RoleAgent, runs.FileAnswer)) {
+		t.Errorf("check %q: ok %v, %q; want it failed, naming agent/answer.txt", held.Name, held.OK, held.Detail)
+	}
+	if res.Metadata.Verdict.OK {
+		t.Error("the verdict is ok with a held value in the record")
+	}
+	err := filepath.WalkDir(res.RunDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if data, _ := os.ReadFile(p); strings.Contains(string(data), key) {
+			t.Errorf("%s holds the key after the run", p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

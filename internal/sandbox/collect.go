@@ -67,30 +67,42 @@ func (j *job) collectRole(ctx context.Context, c *orchestrate.Container) error {
 }
 
 // writeRedacted writes raw, read from role/name, as the artifact dst with
-// the run's secrets removed, and writes the same redaction over role/name:
-// the role's folder in the run directory is part of the record a user
-// keeps and shares, so its raw copy must not hold what the artifact
-// removed (a secret the workload put into its telemetry, a URL or its
-// answer). Before the run ends the raw file is the only copy; once its
-// container has stopped, the redacted one replaces it.
+// the run's secrets removed, and notes role/name for redactRoleCopies.
 func (j *job) writeRedacted(role, name, dst string, raw []byte) error {
-	red := j.redact(raw)
-	if err := j.dir.Write(dst, red); err != nil {
+	if err := j.writeArtifact(dst, raw); err != nil {
 		return err
 	}
-	j.redactOutput(role, name, raw, red)
+	j.roleCopies = append(j.roleCopies, roleFile{role, name})
 	return nil
 }
 
-// redactOutput writes red over role/name when it differs from raw; a
-// failure is an artifact problem, recorded and printed.
-func (j *job) redactOutput(role, name string, raw, red []byte) {
-	if bytes.Equal(raw, red) {
-		return
+// roleFile is a file collect read from a role's folder of the run
+// directory.
+type roleFile struct{ role, name string }
+
+// redactRoleCopies writes the run's redaction over each file collect read
+// from a role's folder, once the verdict has searched them: the folder is
+// part of the record a user keeps and shares, so its raw copy must not
+// hold what the artifacts removed (a secret the workload put into its
+// relayed telemetry, a URL, its answer), and the verdict's search for a
+// value the gateway held reads those folders as the containers wrote
+// them (verdict.HeldStayed: a leak it found stays a failed check, named
+// with the file it was in). A failure is an artifact problem.
+func (j *job) redactRoleCopies() {
+	for _, f := range j.roleCopies {
+		raw, err := j.dir.ReadOutput(f.role, f.name)
+		if err != nil {
+			continue // gone or refused: what collect recorded stands
+		}
+		red := j.redact(raw)
+		if bytes.Equal(raw, red) {
+			continue
+		}
+		if err := j.dir.ReplaceOutput(f.role, f.name, red); err != nil {
+			j.artifactProblem(fmt.Errorf("the raw copy keeps a secret value: %w", err))
+		}
 	}
-	if err := j.dir.ReplaceOutput(role, name, red); err != nil {
-		j.artifactProblem(fmt.Errorf("the raw copy keeps a secret value: %w", err))
-	}
+	j.roleCopies = nil
 }
 
 // logRecord is gateway-logs.json / mcp-sidecar-logs.json, as in the seed.

@@ -137,12 +137,15 @@ type Result struct {
 
 // job is one sandbox lifecycle (run, doctor or test-sandbox) in progress.
 type job struct {
-	s       Output
-	o       Options
-	getenv  func(string) string
-	started time.Time
-	phases  *phaseLog
-	meta    runs.Metadata
+	s Output
+	// roleCopies are the files collect read from the roles' folders,
+	// redacted in place after the verdict (collect.go).
+	roleCopies []roleFile
+	o          Options
+	getenv     func(string) string
+	started    time.Time
+	phases     *phaseLog
+	meta       runs.Metadata
 
 	engine  dockerx.Engine
 	version dockerx.EngineVersion // what the engine's /version said
@@ -459,6 +462,7 @@ func (j *job) finish(ctx context.Context, runErr error) error {
 		_ = j.phases.do("collect", func() error { return j.collect(bg) })
 	}
 	verdictErr := j.verdict(runErr)
+	j.redactRoleCopies() // collect.go: after the verdict's search of them
 	if j.sess != nil || j.outputsStarted {
 		// Teardown gets a budget of its own: on a busy engine (dozens of
 		// runs at once) stopping and collecting can use up bg's, and a

@@ -89,7 +89,7 @@ func (j *job) collectSquid(ctx context.Context, c *orchestrate.Container) error 
 	if err := j.saveLogs(ctx, c, runs.FileGatewayLogs, "", "", raw); err != nil {
 		return err
 	}
-	j.redactOutput(orchestrate.RoleGateway, egress.SquidAccessLogFile, raw, j.redact(raw))
+	j.roleCopies = append(j.roleCopies, roleFile{orchestrate.RoleGateway, egress.SquidAccessLogFile})
 	lines, perr := squidDecisions(raw, j.dir.ID)
 	if perr != nil {
 		j.artifactProblem(fmt.Errorf("converting the Squid access log: %w", perr))
