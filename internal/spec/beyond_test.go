@@ -1,6 +1,8 @@
 package spec
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -116,5 +118,49 @@ from_host = "GITHUB_TOKEN"
 	want := map[string]int{CapNetwork: 1, CapOpenAIAgents: 1, keyCredsInSandbox: 2, CapShellAccess: 1, "environment_variables": 1}
 	if diff := cmp.Diff(want, kinds); diff != "" {
 		t.Errorf("softenings by kind mismatch (-want +got):\n%s\nall: %v", diff, got)
+	}
+}
+
+// TestCredentialsInSandboxForwarded: with credentials_in_sandbox, every
+// credential the ledger says is in the agent's environment is forwarded
+// to it from the host (a declared one whatever its name, and the
+// default); without it, none is (the agent gets the placeholder at run
+// time).
+func TestCredentialsInSandboxForwarded(t *testing.T) {
+	const github = "[[credentials]]\nhost = \"api.github.com\"\nheader = \"Authorization\"\nformat = \"token {value}\"\nfrom_host = \"GITHUB_TOKEN\"\n"
+	for _, tt := range []struct {
+		name, text string
+		want       []string // forwarded credential variables
+	}{
+		{"in the sandbox", "schema_version = 1\ncapabilities = [\"network\", \"openai_agents\"]\nallowed_domains = [\"api.github.com\"]\ncredentials_in_sandbox = true\n" + github, []string{"GITHUB_TOKEN", "OPENAI_API_KEY"}},
+		{"held by the gateway", "schema_version = 1\ncapabilities = [\"network\", \"openai_agents\"]\nallowed_domains = [\"api.github.com\"]\n" + github, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			s, err := Load("creds.toml", []byte(tt.text))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Resolve(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fwd := p.Containers[RoleAgent].ForwardEnv
+			var got []string
+			for _, c := range p.Credentials {
+				if slices.Contains(fwd, c.FromHost) {
+					got = append(got, c.FromHost)
+				}
+				inLedger := slices.ContainsFunc(p.Ledger, func(e Softening) bool {
+					return e.Capability == keyCredsInSandbox && strings.Contains(e.What, "the real "+c.FromHost+" ")
+				})
+				if inLedger != slices.Contains(fwd, c.FromHost) {
+					t.Errorf("%s: the ledger says in the agent's environment %v, forwarded %v", c.FromHost, inLedger, slices.Contains(fwd, c.FromHost))
+				}
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("forwarded credentials (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -214,6 +214,16 @@ func agentContainer(s *Spec, creds []ResolvedCredential) Container {
 		c.ForwardEnv = append(c.ForwardEnv, openAIForward...)
 	}
 	c.ForwardEnv = withoutHeld(c.ForwardEnv, creds)
+	for _, cr := range creds {
+		// A credential that lives in the sandbox (credentials_in_sandbox)
+		// is the real value in the agent's environment, as the ledger
+		// says: forwarded from the host whatever its name (red team,
+		// session 38: a declared GITHUB_TOKEN was listed as in the
+		// agent's environment and was not there).
+		if cr.Lives == LivesSandbox {
+			c.ForwardEnv = append(c.ForwardEnv, cr.FromHost)
+		}
+	}
 	maps.Copy(c.Env, baseEnv())
 	c.Env[EnvInSandbox] = "1"
 	if s.Has(CapNetwork) {
