@@ -50,10 +50,14 @@ type Source func(ctx context.Context, role string, names []string, w io.Writer) 
 // from src into its folder of the run directory dir; say prints a note.
 // stop ends it; with last, it copies once more first.
 func Start(ctx context.Context, dir string, roles []string, src Source, say func(string, ...any)) (stop func(last bool)) {
-	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
+	// A copy in flight is never cut off: stop waits for it (each is
+	// bounded by readTimeout). Cancelling its exec midway leaves the
+	// stream's peer writing into a closed connection, which client-go
+	// reports on stderr (Kubernetes).
+	ctx = context.WithoutCancel(ctx)
+	quit, done := make(chan struct{}), make(chan struct{})
 	copied := map[string]int64{} // bytes read, per role
-	each := func(ctx context.Context) {
+	each := func() {
 		for _, role := range roles {
 			if len(runs.RoleFiles[role]) == 0 || copied[role] > Budget {
 				continue
@@ -70,20 +74,18 @@ func Start(ctx context.Context, dir string, roles []string, src Source, say func
 		defer tick.Stop()
 		for {
 			select {
-			case <-ctx.Done():
+			case <-quit:
 				return
 			case <-tick.C:
 			}
-			each(ctx)
+			each()
 		}
 	}()
 	return func(last bool) {
-		cancel()
+		close(quit)
 		<-done
 		if last {
-			lctx, cancelLast := context.WithTimeout(context.Background(), readTimeout)
-			defer cancelLast()
-			each(lctx)
+			each()
 		}
 	}
 }

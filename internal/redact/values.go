@@ -2,7 +2,10 @@ package redact
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/json"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -43,16 +46,75 @@ const minSubstring = 8
 // Values removes every secret value from data and writes marker in its
 // place: a long one wherever it occurs, a short one only where it stands
 // alone as a token (neither neighbour a letter or a digit).
+//
+// A long value is also removed in each form the record's own encoders
+// give it ([Forms]): escaped in a JSON string, base64 (the bytes of an
+// OTLP/JSON attribute), percent-encoded (red team, session 39: a private
+// key's newlines, a password's quote and a span's bytes attribute each
+// kept the value in the record, and the relay decoded it back for the
+// collector).
 func Values(data []byte, secrets []string, marker string) []byte {
 	for _, s := range secrets {
 		switch {
 		case len(s) >= minSubstring:
-			data = bytes.ReplaceAll(data, []byte(s), []byte(marker))
+			for _, f := range Forms(s) {
+				data = bytes.ReplaceAll(data, []byte(f), []byte(marker))
+			}
 		case s != "":
 			data = replaceToken(data, []byte(s), marker)
 		}
 	}
 	return data
+}
+
+// Forms are the ways a secret value s appears in what the harness writes
+// and sends: s itself; inside a JSON string, as encoding/json and
+// protojson escape it (with and without the HTML escapes); percent-encoded
+// as in a URL's query or path; and base64 (standard and URL alphabets):
+// the whole value encoded alone, and, for the value inside longer encoded
+// bytes, the part of its encoding that its own bytes alone decide at each
+// of the three alignments. Longest first, each once, none shorter than
+// minSubstring (a shorter one would remove unrelated text).
+func Forms(s string) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(f string) {
+		if len(f) >= minSubstring && !seen[f] {
+			seen[f] = true
+			out = append(out, f)
+		}
+	}
+	add(s)
+	if b, err := json.Marshal(s); err == nil {
+		add(string(b[1 : len(b)-1]))
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(s) == nil {
+		b := bytes.TrimSpace(buf.Bytes())
+		add(string(b[1 : len(b)-1]))
+	}
+	add(url.QueryEscape(s))
+	add(url.PathEscape(s))
+	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
+		add(e.EncodeToString([]byte(s)))
+		raw := e.WithPadding(base64.NoPadding)
+		for lead := range 3 {
+			b := append(make([]byte, lead), s...)
+			enc := raw.EncodeToString(b)
+			// Characters of whole 3-byte groups only (a partial group's
+			// depend on the bytes after), from the first that no
+			// leading byte feeds: 0, 2 or 3.
+			whole := 4 * (len(b) / 3)
+			skip := [3]int{0, 2, 3}[lead]
+			if whole > skip {
+				add(enc[skip:whole])
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b string) int { return len(b) - len(a) })
+	return out
 }
 
 // replaceToken replaces s where neither neighbour is a letter or a digit.

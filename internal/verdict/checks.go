@@ -19,6 +19,7 @@ import (
 	"github.com/mcpsidecar/mcpsidecar/internal/exitcode"
 	"github.com/mcpsidecar/mcpsidecar/internal/harden"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
+	"github.com/mcpsidecar/mcpsidecar/internal/redact"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
 )
 
@@ -186,12 +187,22 @@ func auditComplete(path string) runs.Check {
 }
 
 // HeldStayed: no file under dir and neither of the workload's streams
-// holds a value the gateway held.
+// holds a value the gateway held, as itself or in any form the record's
+// encoders give it (redact.Forms: JSON-escaped, base64, percent-encoded).
 func HeldStayed(dir string, held []HeldValue, stdout, stderr []byte) runs.Check {
 	c := runs.Check{Name: CheckHeldStayed, OK: true}
 	if len(held) == 0 {
 		c.Detail = "no credential value on the host: nothing to look for"
 		return c
+	}
+	names := held
+	held = nil
+	for _, h := range names {
+		for _, f := range append([]string{h.Value}, redact.Forms(h.Value)...) {
+			if !slices.ContainsFunc(held, func(o HeldValue) bool { return o.Value == f && o.Variable == h.Variable }) {
+				held = append(held, HeldValue{Variable: h.Variable, Value: f})
+			}
+		}
 	}
 	var found []string
 	for _, s := range []struct {
@@ -207,11 +218,11 @@ func HeldStayed(dir string, held []HeldValue, stdout, stderr []byte) runs.Check 
 	files, err := searchDir(dir, held, func(rel, variable string) { found = append(found, variable+" in "+rel) })
 	switch {
 	case len(found) > 0:
-		c.OK, c.Detail = false, "a held value is in the record: "+strings.Join(found, ", ")
+		c.OK, c.Detail = false, "a held value is in the record: "+strings.Join(slices.Compact(found), ", ")
 	case err != nil:
 		c.OK, c.Detail = false, "searching the run directory: "+err.Error()
 	default:
-		c.Detail = fmt.Sprintf("the value of %s is in none of %d files of the run directory, nor in the workload's output", variables(held), files)
+		c.Detail = fmt.Sprintf("the value of %s is in none of %d files of the run directory, nor in the workload's output", variables(names), files)
 	}
 	return c
 }

@@ -1,0 +1,93 @@
+package redact
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"net/url"
+	"strings"
+	"testing"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+// formSecrets are values whose encodings differ from their bytes: a
+// private key (newlines), a password with a quote, a backslash and
+// HTML characters, one with non-ASCII and a control character, and a
+// plain token.
+var formSecrets = []string{
+	"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nabcdefghijklmnop\n-----END PRIVATE KEY-----",
+	`pw"with\quote&<x>`,
+	"clé-secrète\tzürich",
+	"rtsecretAAAA1111",
+}
+
+// TestValuesEncodedForms: a secret written by the record's own encoders
+// (a JSON string, with and without HTML escapes; an OTLP/JSON attribute
+// as a string and as bytes; base64 at every alignment inside longer
+// bytes; a URL query) does not survive redaction: what decodes from the
+// redacted text no longer holds it (red team, session 39).
+func TestValuesEncodedForms(t *testing.T) {
+	for _, secret := range formSecrets {
+		secrets := []string{secret}
+		red := func(b []byte) []byte { return Values(b, secrets, "<redacted>") }
+		t.Run(strings.Fields(secret)[0], func(t *testing.T) {
+			for _, html := range []bool{true, false} {
+				var buf bytes.Buffer
+				enc := json.NewEncoder(&buf)
+				enc.SetEscapeHTML(html)
+				enc.Encode(map[string]string{"k": "before " + secret + " after"})
+				var got map[string]string
+				if err := json.Unmarshal(red(buf.Bytes()), &got); err != nil || strings.Contains(got["k"], secret) {
+					t.Errorf("JSON (HTML escapes %v): %q, %v", html, got["k"], err)
+				}
+			}
+			for _, v := range []*commonpb.AnyValue{
+				{Value: &commonpb.AnyValue_StringValue{StringValue: "x " + secret}},
+				{Value: &commonpb.AnyValue_BytesValue{BytesValue: []byte(secret)}},
+				{Value: &commonpb.AnyValue_BytesValue{BytesValue: append([]byte("some prefix bytes "), secret...)}},
+			} {
+				line, err := protojson.Marshal(&commonpb.KeyValue{Key: "leak", Value: v})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var back commonpb.KeyValue
+				if protojson.Unmarshal(red(line), &back) == nil &&
+					(strings.Contains(back.Value.GetStringValue(), secret) || bytes.Contains(back.Value.GetBytesValue(), []byte(secret))) {
+					t.Errorf("OTLP/JSON %s: the secret decodes back from %s", line, red(line))
+				}
+			}
+			for lead := range 6 {
+				for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding, base64.RawStdEncoding} {
+					blob := append(append(bytes.Repeat([]byte{0xa5}, lead), secret...), "tail bytes"...)
+					text := red([]byte("data=" + e.EncodeToString(blob) + ";"))
+					enc, _ := strings.CutPrefix(strings.TrimSuffix(string(text), ";"), "data=")
+					if dec, err := e.DecodeString(enc); err == nil && bytes.Contains(dec, []byte(secret)) {
+						t.Errorf("base64 at offset %d: the secret decodes back from %s", lead, text)
+					}
+				}
+			}
+			q := red([]byte("/v1/x?token=" + url.QueryEscape(secret) + "&p=" + url.PathEscape(secret)))
+			if vals, err := url.ParseQuery(strings.SplitN(string(q), "?", 2)[1]); err == nil && (strings.Contains(vals.Get("token"), secret) || strings.Contains(vals.Get("p"), secret)) {
+				t.Errorf("URL: %s", q)
+			}
+		})
+	}
+}
+
+// TestFormsAreLongOnly: no form of a value is shorter than the
+// substring minimum, so an encoding never removes a short, common run of
+// characters from unrelated text.
+func TestFormsAreLongOnly(t *testing.T) {
+	for _, s := range append(formSecrets, "12345678", "abcdefghijk") {
+		for _, f := range Forms(s) {
+			if len(f) < minSubstring {
+				t.Errorf("Forms(%q) has %q, shorter than %d", s, f, minSubstring)
+			}
+		}
+	}
+	if got := Values([]byte("a text without it"), []string{"abcdefgh"}, "<r>"); string(got) != "a text without it" {
+		t.Errorf("unrelated text changed: %q", got)
+	}
+}
