@@ -66,11 +66,14 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 		return st, fmt.Errorf("opening %s: %w", runs.FileAgentTelemetry, err)
 	}
 	defer f.Close()
-	fw, err := newForwarder(ctx, t, getenv)
-	if err != nil {
-		return st, err
+	// A forwarder that cannot start (the bound spent by the run's own
+	// export) sends nothing, but every request is still counted, and
+	// those sent during the run (red team, session 39: "0 of the 0" for
+	// a spool of 30, 6 of them taken live).
+	fw, fwErr := newForwarder(ctx, t, getenv)
+	if fwErr == nil {
+		defer fw.stop(context.WithoutCancel(ctx))
 	}
-	defer fw.stop(context.WithoutCancel(ctx))
 	sc := bufio.NewScanner(io.LimitReader(f, runs.MaxCopyBytes))
 	sc.Buffer(make([]byte, 64<<10), maxRelayLine)
 	var fails sendFailures
@@ -83,7 +86,7 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 		case skip != nil && skip(n):
 			st.Live++
 			st.Items += itemsOf(sc.Bytes())
-		case ctx.Err() != nil:
+		case fwErr != nil || ctx.Err() != nil:
 			fails.untried++ // counted, not tried: the bound ran out
 		default:
 			items, err := fw.send(ctx, sc.Bytes())
@@ -96,6 +99,9 @@ func ForwardAgentTelemetry(ctx context.Context, runDir string, t Target, getenv 
 		}
 	}
 	var errs []error
+	if fwErr != nil {
+		fails.cause = fwErr
+	}
 	if err := fails.err(ctx); err != nil {
 		errs = append(errs, err)
 	}
@@ -113,6 +119,7 @@ type sendFailures struct {
 	first   error
 	failed  int // sends that failed, the first included
 	untried int
+	cause   error // why none was tried (the forwarder did not start); nil: the bound
 }
 
 func (f *sendFailures) add(line int, err error) {
@@ -131,7 +138,11 @@ func (f *sendFailures) err(ctx context.Context) error {
 		more = append(more, fmt.Sprintf("%d more failed", f.failed-1))
 	}
 	if f.untried > 0 {
-		more = append(more, fmt.Sprintf("%d not tried: %v", f.untried, context.Cause(ctx)))
+		why := context.Cause(ctx)
+		if f.cause != nil {
+			why = f.cause
+		}
+		more = append(more, fmt.Sprintf("%d not tried: %v", f.untried, why))
 	}
 	first := f.first
 	if first == nil {

@@ -468,3 +468,26 @@ func TestForwardFile(t *testing.T) {
 		t.Errorf("the lines are not the three signals' data, hex ids:\n%s", b)
 	}
 }
+
+// TestForwardBoundSpentCountsAll: with the bound already spent (by the
+// run's own export, which goes first), nothing is sent, and still every
+// request of the spool is counted, those sent during the run as such
+// (red team, session 39: the host said "0 of the 0" for a spool of 30).
+func TestForwardBoundSpentCountsAll(t *testing.T) {
+	lines := []string{spoolLine(otlpwire.Traces, spoolTraces), spoolLine(otlpwire.Metrics, spoolMetrics), spoolLine(otlpwire.Logs, spoolLogs)}
+	dir := writeSpool(t, lines...)
+	for _, proto := range []string{ProtocolHTTP, ProtocolGRPC} {
+		t.Run(proto, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			st, err := ForwardAgentTelemetry(ctx, dir, Target{Endpoint: "http://127.0.0.1:9", Protocol: proto}, func(string) string { return "" },
+				func(n int) bool { return n == 1 })
+			if st.Requests != 3 || st.Live != 1 || st.Sent != 0 || st.Unsent() != 2 {
+				t.Errorf("stats %+v, want 3 requests, 1 during the run, none sent now", st)
+			}
+			if err == nil || !strings.Contains(err.Error(), "2 not tried") {
+				t.Errorf("error %v, want it to say 2 were not tried", err)
+			}
+		})
+	}
+}
