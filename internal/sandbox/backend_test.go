@@ -289,12 +289,25 @@ func TestRawRoleCopiesRedacted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A file the harness does not collect is the workload's own data.
+	// A file the harness does not collect is the workload's own data:
+	// kept as written, and named in the record as holding a secret.
 	for _, c := range res.Metadata.Containers {
 		data, err := os.ReadFile(filepath.Join(dir, c.Role, "unrelated.txt"))
 		if err != nil || !strings.Contains(string(data), secret) {
 			t.Errorf("%s/unrelated.txt = %q, %v: want it as the role wrote it", c.Role, data, err)
 		}
+		want := filepath.Join(c.Role, "unrelated.txt") + " holds a secret value of the run"
+		if !slices.ContainsFunc(res.Metadata.ArtifactProblems, func(p string) bool { return strings.HasPrefix(p, want) }) {
+			t.Errorf("no artifact problem %q in %q", want, res.Metadata.ArtifactProblems)
+		}
+	}
+	for _, p := range res.Metadata.ArtifactProblems {
+		if strings.Contains(p, secret) {
+			t.Errorf("an artifact problem names the value: %q", p)
+		}
+	}
+	if n := strings.Count(strings.Join(res.Metadata.ArtifactProblems, "\n"), "holds a secret value"); n != len(res.Metadata.Containers) {
+		t.Errorf("%d files named as holding a secret, want %d (the unrelated ones only): %q", n, len(res.Metadata.Containers), res.Metadata.ArtifactProblems)
 	}
 }
 

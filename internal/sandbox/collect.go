@@ -6,10 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"slices"
 
 	"github.com/mcpsidecar/mcpsidecar/internal/orchestrate"
 	"github.com/mcpsidecar/mcpsidecar/internal/probe"
+	"github.com/mcpsidecar/mcpsidecar/internal/redact"
 	"github.com/mcpsidecar/mcpsidecar/internal/runs"
+	"github.com/mcpsidecar/mcpsidecar/internal/termtext"
+	"github.com/mcpsidecar/mcpsidecar/internal/verdict"
 )
 
 // collect saves the workload's output and every container's logs, from
@@ -103,6 +108,48 @@ func (j *job) redactRoleCopies() {
 		}
 	}
 	j.roleCopies = nil
+	j.reportRawSecrets()
+}
+
+// reportRawSecrets searches the roles' folders, once the files the
+// harness collected are redacted, for a secret value of the run in any
+// of its forms, and records each file that holds one: a file the harness
+// does not collect (a workload's own output) is the workload's data and
+// is kept as written, never silently changed, but the user is told it
+// holds a secret before sharing the record (red team, session 39, F2).
+// The value is never named, only the file.
+func (j *job) reportRawSecrets() {
+	if j.sess == nil || len(j.secrets) == 0 {
+		return
+	}
+	var values []verdict.HeldValue
+	for _, s := range j.secrets {
+		for _, f := range redact.Forms(s) {
+			values = append(values, verdict.HeldValue{Variable: "secret", Value: f})
+		}
+	}
+	if len(values) == 0 {
+		return // only short secrets: removed as tokens, not searched for
+	}
+	seen := map[string]bool{}
+	for _, st := range j.sess.Plan.Containers {
+		if seen[st.Role] {
+			continue
+		}
+		seen[st.Role] = true
+		var files []string
+		_, err := verdict.SearchDir(filepath.Join(j.dir.Path, st.Role), values, func(rel, _ string) {
+			if p := filepath.Join(st.Role, rel); !slices.Contains(files, p) {
+				files = append(files, p)
+			}
+		})
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			j.artifactProblem(fmt.Errorf("searching %s/ for secret values: %w", st.Role, err))
+		}
+		for _, f := range files {
+			j.artifactProblem(fmt.Errorf("%s holds a secret value of the run: the workload wrote it there, and the file is kept as written (the harness redacts only the files it collects); remove it before you share the run directory", termtext.Clean(f)))
+		}
+	}
 }
 
 // logRecord is gateway-logs.json / mcp-sidecar-logs.json, as in the seed.

@@ -235,6 +235,13 @@ func variables(held []HeldValue) string {
 	return strings.Join(names, ", ")
 }
 
+// SearchDir reports each value found in a regular file under root (as
+// its Variable and the file's path relative to root), without following
+// links, reading each file in chunks; it returns how many files it read.
+func SearchDir(root string, values []HeldValue, found func(rel, variable string)) (files int, err error) {
+	return searchDir(root, values, found)
+}
+
 // searchDir reports each held value found in a regular file under root,
 // without following links, reading each file in chunks.
 func searchDir(root string, held []HeldValue, found func(rel, variable string)) (files int, err error) {
