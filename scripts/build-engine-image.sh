@@ -98,6 +98,16 @@ if [[ $force == 0 ]] && docker image inspect "$tag" >/dev/null 2>&1; then
   exit 0
 fi
 [[ $(id -u) == 0 ]] || die "building $tag needs root (debootstrap, chroot)"
+# One build of a suite at a time: a second caller waits for the first's
+# image (two at once wrote the same tarball.part, and one's mv failed).
+mkdir -p "$cache"
+exec 9>"$cache/.lock-$suite"
+flock 9
+if [[ $force == 0 ]] && docker image inspect "$tag" >/dev/null 2>&1; then
+  say "$tag was built meanwhile by another caller"
+  echo "$tag"
+  exit 0
+fi
 start=$(date +%s)
 
 if [[ $force == 1 || ! -s "$tarball" ]]; then

@@ -9,7 +9,10 @@ import (
 	"testing"
 
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/mcpsidecar/mcpsidecar/internal/otlpwire"
 )
 
 // formSecrets are values whose encodings differ from their bytes: a
@@ -20,7 +23,7 @@ var formSecrets = []string{
 	"-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC\nabcdefghijklmnop\n-----END PRIVATE KEY-----",
 	`pw"with\quote&<x>`,
 	"clé-secrète\tzürich",
-	"rtsecretAAAA1111",
+	"rtsecretAAAA1111", // 16 bytes: also a trace id
 }
 
 // TestValuesEncodedForms: a secret written by the record's own encoders
@@ -66,6 +69,19 @@ func TestValuesEncodedForms(t *testing.T) {
 					if dec, err := e.DecodeString(enc); err == nil && bytes.Contains(dec, []byte(secret)) {
 						t.Errorf("base64 at offset %d: the secret decodes back from %s", lead, text)
 					}
+				}
+			}
+			// A 16-byte value as an OTLP trace id: written as hex.
+			if len(secret) == 16 {
+				line, err := otlpwire.MarshalJSON(&tracepb.TracesData{ResourceSpans: []*tracepb.ResourceSpans{{ScopeSpans: []*tracepb.ScopeSpans{{
+					Spans: []*tracepb.Span{{TraceId: []byte(secret), SpanId: []byte("spanid01"), Name: "leak"}}}}}}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var back tracepb.TracesData
+				if err := otlpwire.UnmarshalJSON(red(line), &back); err == nil && len(back.ResourceSpans) > 0 &&
+					string(back.ResourceSpans[0].ScopeSpans[0].Spans[0].TraceId) == secret {
+					t.Errorf("trace id: the secret decodes back from %s", red(line))
 				}
 			}
 			q := red([]byte("/v1/x?token=" + url.QueryEscape(secret) + "&p=" + url.PathEscape(secret)))

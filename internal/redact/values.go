@@ -3,6 +3,7 @@ package redact
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"net/url"
 	"slices"
@@ -84,7 +85,7 @@ func Values(data []byte, secrets []string, marker string) []byte {
 // Forms are the ways a secret value s appears in what the harness writes
 // and sends: s itself; inside a JSON string, as encoding/json and
 // protojson escape it (with and without the HTML escapes); percent-encoded
-// as in a URL's query or path; and base64 (standard and URL alphabets):
+// as in a URL's query or path; hex (lower and upper case); and base64 (standard and URL alphabets):
 // the whole value encoded alone, and, for the value inside longer encoded
 // bytes, the part of its encoding that its own bytes alone decide at each
 // of the three alignments. Longest first, each once, none shorter than
@@ -111,6 +112,11 @@ func Forms(s string) []string {
 	}
 	add(url.QueryEscape(s))
 	add(url.PathEscape(s))
+	// Hex, as OTLP/JSON writes trace and span ids (red team, session 39:
+	// a 16-byte secret as a span's trace id was in the record as hex and
+	// reached the collector as its bytes).
+	add(hex.EncodeToString([]byte(s)))
+	add(strings.ToUpper(hex.EncodeToString([]byte(s))))
 	for _, e := range []*base64.Encoding{base64.StdEncoding, base64.URLEncoding} {
 		add(e.EncodeToString([]byte(s)))
 		raw := e.WithPadding(base64.NoPadding)
