@@ -62,16 +62,13 @@ func (b *kubeBackend) readOutput(ctx context.Context, r *sandbox.Job, c *orchest
 // grow as on Docker; stop ends it with a last copy. Stop's final read
 // (readOutput) writes over the copies and removes what it did not read.
 func (b *kubeBackend) startLiveCopy(ctx context.Context, r *sandbox.Job) (stop func()) {
-	dirs := map[string]string{}
+	ns, dirs, pods := b.ns, map[string]string{}, map[string]string{}
 	var roles []string
 	for _, c := range r.Session().Containers {
 		if dir, ok := podOutputDir(c.Step); ok {
-			dirs[c.Step.Role], roles = dir, append(roles, c.Step.Role)
+			dirs[c.Step.Role], pods[c.Step.Role] = dir, c.ID
+			roles = append(roles, c.Step.Role)
 		}
-	}
-	ns, pods := b.ns, map[string]string{}
-	for _, c := range r.Session().Containers {
-		pods[c.Step.Role] = c.ID
 	}
 	src := func(ctx context.Context, role string, names []string, w io.Writer) error {
 		_, _, err := b.k.Client.ReadOutput(ctx, ns, pods[role], dirs[role], names, holder.OutputCap, w)
